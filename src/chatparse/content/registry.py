@@ -1,0 +1,80 @@
+"""The closed, name-keyed registry of content parsers.
+
+A content parser turns a region's raw body into its value: ``func(body, args) -> value``. It
+raises ``ValueError`` (or a ``ChatparseError``) on bad input; the engine wraps anything else.
+Templates never run code: they name a registered parser, and extensions register by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+ParseFunc = Callable[[str, Mapping[str, Any]], Any]
+ArgsValidator = Callable[[Mapping[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class ContentParserSpec:
+    """A registered content parser.
+
+    ``streamable`` parsers produce the body text itself (chunks stream with ``dirty=False``).
+    ``compatible`` parsers exist in transformers too; a template using any other parser is
+    chatparse-only. ``validate_args`` checks ``content_args`` at template load time and raises
+    ``ValueError`` with a message naming the bad key.
+    """
+
+    name: str
+    parse: ParseFunc
+    streamable: bool = False
+    compatible: bool = False
+    validate_args: ArgsValidator | None = None
+    description: str = ""
+
+
+_REGISTRY: dict[str, ContentParserSpec] = {}
+
+
+def register_content_parser(
+    name: str,
+    parse: ParseFunc,
+    *,
+    streamable: bool = False,
+    validate_args: ArgsValidator | None = None,
+    description: str = "",
+    compatible: bool = False,
+    replace: bool = False,
+) -> ContentParserSpec:
+    """Register ``parse`` under ``name``. Re-registering a name needs ``replace=True``."""
+    if not name or not isinstance(name, str):
+        raise ValueError(f"content parser name must be a non-empty string, got {name!r}")
+    if name in _REGISTRY and not replace:
+        raise ValueError(f"content parser {name!r} is already registered; pass replace=True to override it")
+    spec = ContentParserSpec(
+        name=name,
+        parse=parse,
+        streamable=streamable,
+        compatible=compatible,
+        validate_args=validate_args,
+        description=description,
+    )
+    _REGISTRY[name] = spec
+    return spec
+
+
+def get_content_parser(name: str) -> ContentParserSpec:
+    """The parser registered as ``name``; ``KeyError`` if there is none."""
+    _ensure_loaded()
+    return _REGISTRY[name]
+
+
+def known_content_parsers() -> list[str]:
+    """Names of every registered content parser, sorted."""
+    _ensure_loaded()
+    return sorted(_REGISTRY)
+
+
+def _ensure_loaded() -> None:
+    # Importing the package registers the built-in parsers and the shipped extensions.
+    import chatparse.content  # noqa: F401

@@ -1,0 +1,127 @@
+"""The chatparse exception family: one base class, subclasses by who is at fault.
+
+Every error carries a stable machine-readable ``code`` and a location (``field``, ``key``,
+``offset``, ``path``). Messages follow one grammar: expected, found, where, then the fix.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+EXCERPT_LIMIT = 80
+
+
+def excerpt(text: str, limit: int = EXCERPT_LIMIT) -> str:
+    """A short, repr-quoted excerpt of ``text`` for error messages (never the whole region)."""
+    if len(text) <= limit:
+        return repr(text)
+    half = limit // 2
+    return f"{text[:half]!r}…{text[-half:]!r} ({len(text)} chars)"
+
+
+class ChatparseError(Exception):
+    """Base class of every error chatparse raises."""
+
+    code: str = "chatparse_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        field: str | None = None,
+        key: str | None = None,
+        offset: int | None = None,
+        path: str | None = None,
+        **details: Any,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.field = field
+        self.key = key
+        self.offset = offset
+        self.path = path
+        self.details = details
+
+    def __str__(self) -> str:
+        return self.message
+
+    @property
+    def location(self) -> dict[str, Any]:
+        """Where the error is, as a dict of the location attributes that are set."""
+        loc = {"field": self.field, "key": self.key, "offset": self.offset, "path": self.path}
+        return {k: v for k, v in loc.items() if v is not None}
+
+
+class TemplateError(ChatparseError, ValueError):
+    """The response template is invalid (the template author's fault). Raised at load time."""
+
+    code = "invalid_template"
+
+
+class OutputError(ChatparseError, ValueError):
+    """The model output cannot be parsed as the template says (the model's fault)."""
+
+    code = "invalid_output"
+
+
+class ContentParseError(OutputError):
+    """A region's body failed its content parser. Names the field, the parser and an excerpt."""
+
+    code = "content_parse_failed"
+
+
+class ContentNestingError(ContentParseError, RuntimeError):
+    """A region's body nests deeper than the parser allows (the reference raises RecursionError)."""
+
+    code = "content_too_deep"
+
+
+class TransformError(OutputError, KeyError):
+    """A transform placeholder could not be resolved against the parsed body and captures."""
+
+    code = "transform_failed"
+
+    def __str__(self) -> str:  # KeyError would otherwise repr() the message
+        return self.message
+
+
+class MissingFieldError(OutputError):
+    """A field marked ``optional: false`` did not appear in the output."""
+
+    code = "missing_required_field"
+
+
+class UsageError(ChatparseError, RuntimeError):
+    """The caller used the API wrongly (e.g. feeding a parser after ``finalize``)."""
+
+    code = "usage_error"
+
+
+class PrefixRequiredError(ChatparseError, ValueError):
+    """``prefix`` was omitted; ``prefix=""`` opts out explicitly."""
+
+    code = "prefix_required"
+
+
+class RegexBudgetError(ChatparseError, RuntimeError):
+    """A delimiter regex exceeded its time budget (a catastrophic pattern or input)."""
+
+    code = "regex_budget_exceeded"
+
+
+__all__ = [
+    "ChatparseError",
+    "ContentNestingError",
+    "ContentParseError",
+    "MissingFieldError",
+    "OutputError",
+    "PrefixRequiredError",
+    "RegexBudgetError",
+    "TemplateError",
+    "TransformError",
+    "UsageError",
+    "excerpt",
+]

@@ -61,6 +61,10 @@ class TemplateError(ChatparseError, ValueError):
     code = "invalid_template"
 
 
+class TemplateWarning(UserWarning):
+    """A template loads but has something its author probably did not mean (e.g. unused content_args)."""
+
+
 class OutputError(ChatparseError, ValueError):
     """The model output cannot be parsed as the template says (the model's fault)."""
 
@@ -121,6 +125,7 @@ __all__ = [
     "PrefixRequiredError",
     "RegexBudgetError",
     "TemplateError",
+    "TemplateWarning",
     "TransformError",
     "UsageError",
     "excerpt",

@@ -1,0 +1,57 @@
+"""The one-shot entry point: construct a parser, feed the whole text once, finalize."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, overload
+
+from chatparse.engine.parser import OnMalformed, ResponseParser
+from chatparse.errors import PrefixRequiredError
+from chatparse.template.compile import load_template
+
+_UNSET: Any = object()
+
+
+@overload
+def parse_response(text: str, template: Any, *, prefix: str = ..., tools: Iterable[Any] | None = ...,
+                   on_malformed: OnMalformed = ...) -> dict[str, Any]: ...
+@overload
+def parse_response(text: list[str], template: Any, *, prefix: str | list[str] = ...,
+                   tools: Iterable[Any] | None = ..., on_malformed: OnMalformed = ...) -> list[dict[str, Any]]: ...
+
+
+def parse_response(
+    text: str | list[str],
+    template: Any,
+    *,
+    prefix: str | list[str] = _UNSET,
+    tools: Iterable[Any] | None = None,
+    on_malformed: OnMalformed = "raise",
+) -> dict[str, Any] | list[dict[str, Any]]:
+    """Parse a complete generation (or a list of them) into a message dict (or a list of them).
+
+    ``prefix`` is required: the prompt the model saw (``prefix=""`` opts out). For a batch it may be one
+    string for all or a list with one prefix per generation.
+    """
+    compiled = load_template(template)  # the template is checked before the prefix
+    if prefix is _UNSET or prefix is None:
+        ResponseParser(compiled, None)  # raises the PrefixRequiredError with the full explanation
+    tools = list(tools) if tools is not None else None
+    if isinstance(text, list):
+        prefixes = prefix if isinstance(prefix, list) else [prefix] * len(text)
+        if len(prefixes) != len(text):
+            raise PrefixRequiredError(
+                f"parse_response got {len(text)} generations but {len(prefixes)} prefixes; pass one prefix "
+                "per generation or a single string for all", code="prefix_count_mismatch",
+            )
+        return [_parse_one(t, compiled, p, tools, on_malformed) for t, p in zip(text, prefixes, strict=True)]
+    if isinstance(prefix, list):
+        raise PrefixRequiredError("a list of prefixes needs a list of generations", code="prefix_count_mismatch")
+    return _parse_one(text, compiled, prefix, tools, on_malformed)
+
+
+def _parse_one(text: str, template: Any, prefix: str, tools: Any, on_malformed: OnMalformed) -> dict[str, Any]:
+    parser = ResponseParser(template, prefix, tools=tools, on_malformed=on_malformed)
+    parser.feed(text)
+    message, _ = parser.finalize()
+    return message

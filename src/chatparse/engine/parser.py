@@ -1,0 +1,349 @@
+"""The streaming response parser: text in, region events out, one message at the end.
+
+Sans-I/O. State is one open region (``_current``, its captures and body) plus the unresolved tail of
+the input (``_buf`` from ``_pos``). Consumed text is dropped between feeds, so a feed costs time in
+proportion to its own chunk and the held-back tail, never to what came before.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from chatparse.engine.scanner import DelimiterScanner, Hit
+from chatparse.engine.tool_typing import coerce_tool_calls, tool_properties
+from chatparse.errors import (
+    ChatparseError,
+    ContentNestingError,
+    ContentParseError,
+    MissingFieldError,
+    OutputError,
+    PrefixRequiredError,
+    UsageError,
+    excerpt,
+)
+from chatparse.template.compile import CompiledField, CompiledTemplate, load_template
+from chatparse.transform import apply_transform
+
+Event = dict[str, Any]
+OnMalformed = Literal["raise", "keep"]
+_OPEN, _CLOSE = 0, 1
+# Drop consumed text once this much of it (and at least half the buffer) is droppable: amortised O(1).
+_COMPACT_MIN = 1024
+
+
+class InputTypeError(UsageError, TypeError):
+    """``feed`` was given something other than ``str``."""
+
+    code = "bad_input_type"
+
+
+class ResponseParser:
+    """Parse one generation as it streams. See ``parse_response`` for the one-shot form.
+
+    ``prefix`` (required) is the prompt sent to the model; it is cut after the template's last start
+    anchor and run through the parser first, so regions the chat template pre-wrote (an opened
+    ``<think>``) are known. Its events are in ``initial_events``.
+    """
+
+    def __init__(
+        self,
+        template: Any,
+        prefix: str | None = None,
+        *,
+        tools: Iterable[Any] | None = None,
+        on_malformed: OnMalformed = "raise",
+    ) -> None:
+        self._template: CompiledTemplate = load_template(template)
+        if prefix is None:
+            raise PrefixRequiredError(
+                "ResponseParser/parse_response requires `prefix` (the chat prompt sent to the model before "
+                "generation), because chat templates often pre-write part of the assistant message (e.g. an "
+                "opening `<think>` tag) that the parser must see to parse the output correctly. If the "
+                'generation already contains the complete message, pass `prefix=""` to opt out explicitly.'
+            )
+        if on_malformed not in ("raise", "keep"):
+            raise UsageError(f"on_malformed must be 'raise' or 'keep', found {on_malformed!r}", code="bad_option")
+        self._on_malformed = on_malformed
+        self._tool_params = tool_properties(tools) if tools else {}
+        self._buf = ""
+        self._pos = 0
+        self._version = 0
+        self._zw_block = -1  # buffer position where a zero-width open already fired
+        self._output: dict[str, Any] = copy.deepcopy(dict(self._template.defaults))
+        self._implicit = self._template.implicit
+        self._current: str | None = self._implicit
+        self._captures: dict[str, Any] = {}
+        self._body: list[str] = []
+        self._opened = False
+        self._finalized = False
+        self._watch = self._build_watchlists()
+        self.initial_events: list[Event] = []
+        if not isinstance(prefix, str):
+            raise InputTypeError(f"prefix must be a str, found {type(prefix).__name__}")
+        if prefix:
+            self._consume_prefix(prefix)
+
+    # --- public API -----------------------------------------------------------------------------
+
+    @property
+    def template(self) -> CompiledTemplate:
+        return self._template
+
+    def feed(self, text: str) -> list[Event]:
+        """Add generated text; returns the events it completes (held-back text emits later)."""
+        self._check_open()
+        if not isinstance(text, str):
+            raise InputTypeError(f"feed() takes str, found {type(text).__name__}; decode bytes first")
+        if text:
+            self._append(text)
+        events: list[Event] = []
+        self._process(events, eos=False)
+        return events
+
+    def finalize(self) -> tuple[dict[str, Any], list[Event]]:
+        """End the stream: flush held text, close open regions, return ``(message, events)``."""
+        self._check_open()
+        events: list[Event] = []
+        self._process(events, eos=True)
+        self._finalized = True
+        missing = [n for n, f in self._template.fields.items() if not f.optional and n not in self._output]
+        if missing:
+            raise MissingFieldError(
+                f"Required response_template fields missing from parsed output: {missing}. The output has no "
+                "region for them; mark them optional or check the delimiters.",
+                field=missing[0],
+            )
+        defaults = self._template.defaults
+        self._output = {k: v for k, v in self._output.items() if k in defaults or not _is_empty(v)}
+        return self._output, events
+
+    # --- input buffer ----------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._finalized:
+            raise UsageError("ResponseParser already finalized; create a new parser for the next generation",
+                             code="parser_finalized")
+
+    def _consume_prefix(self, prefix: str) -> None:
+        last_end = None
+        for m in self._template.start_anchor.pattern.finditer(prefix):
+            last_end = m.end()
+        tail = prefix if last_end is None else prefix[last_end:]
+        if tail:
+            self._append(tail)
+            self._process(self.initial_events, eos=False)
+
+    def _append(self, text: str) -> None:
+        keep_from = self._pos - self._template.context
+        if keep_from >= _COMPACT_MIN and keep_from * 2 >= len(self._buf):
+            self._buf = self._buf[keep_from:] + text
+            self._pos -= keep_from
+            self._zw_block = self._zw_block - keep_from if self._zw_block >= keep_from else -1
+            for scanner in self._scanners():
+                scanner.shift(keep_from)
+        else:
+            self._buf += text
+        self._version += 1
+
+    def _scanners(self) -> Iterable[DelimiterScanner]:
+        for watch in self._watch.values():
+            for _, _, scanner in watch:
+                yield scanner
+
+    def _build_watchlists(self) -> dict[str | None, list[tuple[int, CompiledField, DelimiterScanner]]]:
+        """What to look for in each state: in an explicit region its close; otherwise every open and
+        the implicit field's close."""
+        fields = self._template.fields
+        scanners = {}
+        for f in fields.values():
+            for kind, delim in ((_OPEN, f.open), (_CLOSE, f.close)):
+                if delim is not None:
+                    scanners[(kind, f.name)] = DelimiterScanner(delim)
+        idle = [(_OPEN, f, scanners[(_OPEN, f.name)]) for f in fields.values() if f.open is not None]
+        if self._implicit is not None and fields[self._implicit].close is not None:
+            idle.append((_CLOSE, fields[self._implicit], scanners[(_CLOSE, self._implicit)]))
+        watch: dict[str | None, list[tuple[int, CompiledField, DelimiterScanner]]] = {None: idle}
+        for f in fields.values():
+            if f.open is not None:
+                watch[f.name] = [(_CLOSE, f, scanners[(_CLOSE, f.name)])] if f.close is not None else []
+        return watch
+
+    # --- the state machine -----------------------------------------------------------------------
+
+    def _watchlist(self) -> list[tuple[int, CompiledField, DelimiterScanner]]:
+        if self._current is not None and self._current != self._implicit:
+            return self._watch[self._current]
+        return self._watch[None]
+
+    def _scan(self, eos: bool) -> tuple[tuple[int, CompiledField, Hit] | None, int]:
+        """The earliest committable delimiter (longest on ties, opens first) and where held text starts."""
+        buf, pos, version = self._buf, self._pos, self._version
+        hold = len(buf)
+        best: tuple[int, CompiledField, Hit] | None = None
+        best_key: tuple[int, int, int, str] | None = None
+        for kind, field, scanner in self._watchlist():
+            hit = scanner.find(buf, pos, eos, version, self._zw_block if kind == _OPEN else -1)
+            if hit is None:
+                continue
+            if hit.pending:
+                hold = min(hold, hit.start)
+                continue
+            key = (hit.start, hit.start - hit.end, kind, field.name)
+            if best_key is None or key < best_key:
+                best_key, best = key, (kind, field, hit)
+        if best is not None and best[2].start >= hold:
+            best = None
+        return best, hold
+
+    def _process(self, events: list[Event], eos: bool) -> None:
+        while True:
+            best, hold = self._scan(eos)
+            if best is not None:
+                kind, field, hit = best
+                if hit.start > self._pos:
+                    self._accumulate(events, self._buf[self._pos : hit.start])
+                self._pos = hit.end
+                if kind == _OPEN:
+                    if hit.start == hit.end:
+                        self._zw_block = hit.start
+                    self._close_current(events)
+                    self._open_explicit(events, field, hit)
+                    continue
+                had_content = self._opened
+                # Close-pattern captures join (and override) the open pattern's in the transform scope.
+                self._captures.update({k: v for k, v in hit.groups.items() if v is not None})
+                self._close_current(events)
+                if not had_content and hit.start == hit.end:
+                    break  # a zero-width close of an empty region would fire forever
+                continue
+            if eos:
+                if self._pos < len(self._buf):
+                    self._accumulate(events, self._buf[self._pos :])
+                    self._pos = len(self._buf)
+                self._close_current(events)
+                break
+            if hold > self._pos:
+                self._accumulate(events, self._buf[self._pos : hold])
+                self._pos = hold
+            break
+
+    def _accumulate(self, events: list[Event], text: str) -> None:
+        name = self._current
+        if name is None:
+            return  # no region open and no implicit field: the text belongs nowhere
+        field = self._template.fields[name]
+        if not self._opened:
+            events.append({"type": "region_open", "field": name})
+            self._opened = True
+        self._body.append(text)
+        events.append({"type": "region_chunk", "field": name, "text": text, "dirty": not field.parser.streamable})
+
+    def _open_explicit(self, events: list[Event], field: CompiledField, hit: Hit) -> None:
+        self._current = field.name
+        self._captures = {k: v for k, v in hit.groups.items() if v is not None}
+        self._body = []
+        self._opened = True
+        events.append({"type": "region_open", "field": field.name})
+
+    def _close_current(self, events: list[Event]) -> None:
+        name = self._current
+        if name is None or not self._opened:
+            self._reset_to_implicit()
+            return
+        field = self._template.fields[name]
+        body = "".join(self._body)
+        try:
+            value = self._region_value(field, body)
+        except OutputError as exc:
+            if self._on_malformed == "raise":
+                raise
+            self._keep_malformed(events, field, body, exc)
+            return
+        events.append({"type": "region_close", "field": name, "value": value})
+        self._reset_to_implicit()
+
+    def _region_value(self, field: CompiledField, body: str) -> Any:
+        value = process_region(field, body, self._captures)
+        if self._tool_params:
+            value = coerce_tool_calls(value, self._tool_params)
+        name = field.name
+        if field.join is not None:
+            if not isinstance(value, str):
+                raise ContentParseError(
+                    f"Field '{name}': 'join' requires each match to parse to a string, found "
+                    f"{type(value).__name__}. Use a text parser or drop 'join'.",
+                    code="join_not_string", field=name,
+                )
+            previous = self._output.get(name)
+            self._output[name] = value if previous is None else previous + field.join + value
+        elif field.repeats:
+            self._output.setdefault(name, []).append(value)
+        else:
+            self._output[name] = value
+        return value
+
+    def _keep_malformed(self, events: list[Event], field: CompiledField, body: str, exc: ChatparseError) -> None:
+        entry = {"field": field.name, "code": exc.code, "raw": body}
+        self._output.setdefault("malformed", []).append(entry)
+        events.append({"type": "region_malformed", "field": field.name, "code": exc.code, "error": str(exc),
+                       "raw": body})
+        self._reset_to_implicit()
+
+    def _reset_to_implicit(self) -> None:
+        self._current = self._implicit
+        self._captures = {}
+        self._body = []
+        self._opened = False
+
+
+def process_region(field: CompiledField, body: str, captures: dict[str, Any]) -> Any:
+    """A region's value: its content parser over ``body``, then the field's transform."""
+    value = run_content_parser(field, body)
+    if field.transform is None:
+        return value
+    if not field.transform_each:
+        return apply_transform(field.transform, {**captures, "content": value}, field=field.name)
+    if not isinstance(value, list):
+        raise ContentParseError(
+            f"Field '{field.name}': transform_each requires the parsed content to be a list, found "
+            f"{type(value).__name__}", code="transform_each_not_list", field=field.name,
+        )
+    out = []
+    for item in value:
+        if not isinstance(item, dict):
+            raise ContentParseError(
+                f"Field '{field.name}': transform_each requires each list element to be a dict, found "
+                f"{type(item).__name__}", code="transform_each_not_dict", field=field.name,
+            )
+        out.append(apply_transform(field.transform, {**captures, **item}, field=field.name))
+    return out
+
+
+def run_content_parser(field: CompiledField, body: str) -> Any:
+    """Run the field's parser; any failure becomes a ``ContentParseError`` naming field, parser, excerpt."""
+    parser = field.parser
+    try:
+        return parser.parse(body, field.content_args)
+    except ChatparseError:
+        raise
+    except RecursionError:
+        raise ContentNestingError(
+            f"Field '{field.name}': the {parser.name} parser found the region nested too deeply to parse "
+            f"(region {excerpt(body)})", field=field.name, parser=parser.name,
+        ) from None
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError, OverflowError) as exc:
+        raise ContentParseError(
+            f"Field '{field.name}': the {parser.name} parser could not parse the region: {_short(exc)} "
+            f"(region {excerpt(body)})", field=field.name, parser=parser.name,
+        ) from None
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc)
+    return text if len(text) <= 200 else text[:200] + "…"
+
+
+def _is_empty(value: Any) -> bool:
+    return value is None or (isinstance(value, list | dict | str) and not value)

@@ -1,0 +1,168 @@
+"""Delimiter scanning: where one delimiter next occurs in the parser's buffer, and whether that occurrence
+can be committed now or must be held back because more input could still change it.
+
+Semantics are those of a ``regex`` partial search from the scan position (a complete match anywhere
+wins; otherwise the leftmost partial one), but each scanner remembers what it has learned, so text is
+not searched again: literal delimiters use ``str.find`` plus a suffix check, and regex delimiters run
+the (costly) partial search only over the tail where a partial match can start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from chatparse.template.compile import Delimiter
+
+# How far past a regex match the "could it still grow" check looks (see docs/compatibility.md).
+GROWTH_WINDOW = 65536
+_NO_GROUPS: dict[str, Any] = {}
+
+
+@dataclass(slots=True)
+class Hit:
+    """One occurrence: ``start``/``end`` in buffer coordinates; ``pending`` if it may still change."""
+
+    start: int
+    end: int
+    groups: dict[str, Any]
+    pending: bool
+
+
+class DelimiterScanner:
+    """Finds one delimiter in a growing buffer, remembering where it cannot occur."""
+
+    __slots__ = ("_cache", "_cache_from", "_cache_key", "_frontier", "_stable", "delim", "longest")
+
+    def __init__(self, delim: Delimiter) -> None:
+        self.delim = delim
+        self.longest = delim.longest_literal
+        self._frontier = 0  # no complete occurrence starts in [scan start, frontier)
+        self._stable: Hit | None = None  # a complete occurrence no further input can change
+        self._cache: Hit | None = None  # the last answer, valid for the same buffer
+        self._cache_key: tuple[int, int, bool, int] | None = None
+        self._cache_from = 0
+
+    def shift(self, n: int) -> None:
+        """The buffer lost its first ``n`` characters."""
+        self._frontier = max(0, self._frontier - n)
+        if self._stable is not None:
+            self._stable = Hit(self._stable.start - n, self._stable.end - n, self._stable.groups, False)
+        self._cache = None
+        self._cache_key = None
+
+    def find(self, buf: str, pos: int, eos: bool, version: int, zw_block: int) -> Hit | None:
+        key = (version, len(buf), eos, zw_block)
+        if self._cache_key == key and pos >= self._cache_from and (self._cache is None or pos <= self._cache.start):
+            return self._cache
+        hit = self._find_literal(buf, pos, eos) if self.delim.literals is not None else self._find_regex(
+            buf, pos, eos, zw_block
+        )
+        self._cache, self._cache_key, self._cache_from = hit, key, pos
+        return hit
+
+    # --- literal delimiters ------------------------------------------------------------------------
+
+    def _find_literal(self, buf: str, pos: int, eos: bool) -> Hit | None:
+        size = len(buf)
+        stable = self._stable
+        if stable is not None and stable.start >= pos:
+            return self._literal_hit(stable.start, stable.end, size, eos)
+        start = max(pos, self._frontier)
+        best_start, best_len = -1, 0
+        for lit in self.delim.literals or ():  # ordered longest first: the first found at a start wins
+            found = buf.find(lit, start, best_start + len(lit) if best_start >= 0 else size)
+            if found != -1 and (best_start < 0 or found < best_start):
+                best_start, best_len = found, len(lit)
+        if best_start >= 0:
+            hit = self._literal_hit(best_start, best_start + best_len, size, eos)
+            if best_start + self.longest <= size:  # no longer literal can still start here
+                self._stable = hit
+            else:
+                self._frontier = best_start
+            return hit
+        self._frontier = max(start, size - self.longest + 1)
+        return None if eos else self._literal_partial(buf, pos)
+
+    def _literal_hit(self, start: int, end: int, size: int, eos: bool) -> Hit:
+        return Hit(start, end, _NO_GROUPS, not eos and end == size and self.delim.can_extend)
+
+    def _literal_partial(self, buf: str, pos: int) -> Hit | None:
+        size = len(buf)
+        for p in range(max(pos, size - self.longest + 1), size):
+            tail = buf[p:]
+            if any(lit.startswith(tail) for lit in self.delim.literals or ()):
+                return Hit(p, size, _NO_GROUPS, True)
+        return None
+
+    # --- regex delimiters --------------------------------------------------------------------------
+
+    def _find_regex(self, buf: str, pos: int, eos: bool, zw_block: int) -> Hit | None:
+        width = self._bounded_width()
+        stable = self._stable
+        if stable is not None and stable.start >= pos and stable.start != zw_block:
+            return stable
+        start = max(pos, self._frontier) if width is not None else pos
+        m = self._search(buf, start, zw_block)
+        size = len(buf)
+        if m is None:
+            if width is not None:
+                self._frontier = max(start, size - width - 2)
+            return None if eos else self._regex_partial(buf, pos, zw_block)
+        hit = Hit(m.start(), m.end(), m.groupdict(), False)
+        if not eos:
+            hit.pending = hit.end == size or self._can_grow(buf, m)
+        if width is not None and not hit.pending and hit.start + width + 2 <= size:
+            self._stable = hit  # the match cannot read as far as the buffer end: final
+        elif width is not None:
+            self._frontier = hit.start
+        return hit
+
+    def _bounded_width(self) -> int | None:
+        """The maximum width, when it also bounds how far past its start the pattern reads."""
+        info = self.delim.info
+        return None if info.looks_ahead else info.max_width
+
+    def _search(self, buf: str, start: int, zw_block: int, partial: bool = False) -> Any:
+        pattern = self.delim.pattern
+        m = pattern.search(buf, start, partial=partial)
+        # A zero-width open may fire once per position; past that it would loop forever.
+        while m is not None and not m.partial and m.start() == m.end() == zw_block:
+            m = pattern.search(buf, zw_block + 1, partial=partial) if zw_block < len(buf) else None
+        return m
+
+    def _regex_partial(self, buf: str, pos: int, zw_block: int) -> Hit | None:
+        m = self._search(buf, max(pos, self._partial_floor(buf, pos)), zw_block, partial=True)
+        if m is None or m.start() == len(buf):
+            return None
+        return Hit(m.start(), m.end(), m.groupdict(), True)
+
+    def _partial_floor(self, buf: str, pos: int) -> int:
+        """The leftmost position where a partial match could start (anything before is safe)."""
+        info = self.delim.info
+        size = len(buf)
+        width = self._bounded_width()
+        if width is not None:
+            return size - width - 2
+        if info.lead is not None and info.rest_width is not None and not info.looks_ahead:
+            floor = size - info.rest_width - 2
+            test = info.lead
+            while floor > pos and test(buf[floor - 1]):
+                floor -= 1
+            return floor
+        return pos
+
+    def _can_grow(self, buf: str, m: Any) -> bool:
+        """Whether one more (non-newline) character could change a complete match ending before the edge."""
+        info = self.delim.info
+        start = m.start()
+        width = self._bounded_width()
+        if width is not None and start + width + 2 <= len(buf):
+            return False  # the match cannot read as far as the buffer end
+        lo = max(0, start - max(info.context, 1))
+        hi = min(len(buf), m.end() + GROWTH_WINDOW)
+        extended = self.delim.pattern.match(buf[lo:hi] + "\x00", start - lo)
+        if extended is None:
+            return True
+        return bool(extended.start() + lo != start or extended.end() + lo != m.end()
+                    or extended.groupdict() != m.groupdict())

@@ -1,0 +1,116 @@
+"""Type parsed tool-call arguments from the request's tools, with transformers' rules: a string argument
+is cast to the first schema type it reads as (integer, number, boolean, null, object, array); strings
+stay strings; duplicate keys merged into lists are cast item by item."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+ToolLike = dict[str, Any] | Callable[..., Any]
+
+
+def tool_properties(tools: Iterable[Any] | None) -> dict[str, dict[str, Any]]:
+    """Map tool name -> its parameters' ``properties`` for OpenAI-style dicts and Python functions."""
+    out: dict[str, dict[str, Any]] = {}
+    for tool in tools or []:
+        if inspect.isfunction(tool) or inspect.ismethod(tool):
+            from chatparse.tools.schema import function_to_json_schema
+
+            tool = function_to_json_schema(tool)
+        fn = tool.get("function", tool) if isinstance(tool, dict) else None
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+            parameters = fn.get("parameters")
+            properties = parameters.get("properties") if isinstance(parameters, dict) else None
+            out[fn["name"]] = properties if isinstance(properties, dict) else {}
+    return out
+
+
+def schema_types(schema: Any) -> tuple[str, ...]:
+    """The JSON Schema types a property admits, in declaration order (unions flattened)."""
+    if not isinstance(schema, dict):
+        return ()
+    declared = schema.get("type")
+    types = [declared] if isinstance(declared, str) else []
+    if isinstance(declared, list):
+        types.extend(t for t in declared if isinstance(t, str))
+    for union in ("anyOf", "oneOf"):
+        for choice in schema.get(union) or []:
+            types.extend(schema_types(choice))
+    if schema.get("nullable") and "null" not in types:
+        types.append("null")
+    return tuple(types)
+
+
+def _as_integer(raw: str) -> int | None:
+    try:
+        return int(raw)
+    except ValueError:
+        number = float(raw)  # whole numbers written as floats ("3.0") are integers too
+        return int(number) if number.is_integer() else None
+
+
+def _as_number(raw: str) -> int | float | None:
+    number = float(raw)
+    if number != number or number in (float("inf"), float("-inf")):
+        return None
+    return int(number) if number.is_integer() and "." not in raw else number
+
+
+_MISS = object()
+
+
+def _cast(raw: str, type_name: str) -> Any:
+    if type_name == "integer":
+        value = _as_integer(raw)
+        return _MISS if value is None else value
+    if type_name == "number":
+        number = _as_number(raw)
+        return _MISS if number is None else number
+    if type_name == "boolean":
+        word = raw.strip().lower()
+        return word in ("true", "1") if word in ("true", "1", "false", "0") else _MISS
+    if type_name == "null":
+        return None if raw.strip() in ("null", "None") else _MISS
+    if type_name in ("object", "array"):
+        decoded = json.loads(raw)
+        return decoded if isinstance(decoded, dict if type_name == "object" else list) else _MISS
+    return _MISS
+
+
+def coerce_string(raw: str, types: tuple[str, ...]) -> Any:
+    """``raw`` cast to the first type in ``types`` it reads as; otherwise ``raw`` unchanged."""
+    for type_name in types:
+        try:
+            value = _cast(raw, type_name)
+        except ValueError:
+            continue
+        if value is not _MISS:
+            return value
+    return raw
+
+
+def coerce_tool_calls(value: Any, params: dict[str, dict[str, Any]]) -> Any:
+    """Cast the arguments of every ``{"function": {"name", "arguments"}}`` in ``value``, in place."""
+    if isinstance(value, list):
+        return [coerce_tool_calls(item, params) for item in value]
+    fn = value.get("function") if isinstance(value, dict) else None
+    if not isinstance(fn, dict):
+        return value
+    name, arguments = fn.get("name"), fn.get("arguments")
+    if not isinstance(name, str) or not isinstance(arguments, dict):
+        return value
+    properties = params.get(name)
+    if not properties:
+        return value
+    for key, argument in arguments.items():
+        types = schema_types(properties[key]) if key in properties else ()
+        if not types:
+            continue
+        if isinstance(argument, str):
+            arguments[key] = coerce_string(argument, types)
+        elif isinstance(argument, list) and "array" not in types:
+            arguments[key] = [coerce_string(v, types) if isinstance(v, str) else v for v in argument]
+    return value

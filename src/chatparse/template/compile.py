@@ -1,0 +1,328 @@
+"""Load, validate and compile a v1 response template into an immutable ``CompiledTemplate``.
+
+Everything is checked here, once: unknown keys, conflicting keys, regexes, content parsers and their
+arguments, transforms. The engine never looks at the raw dict again.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import regex
+
+from chatparse.content.registry import ContentParserSpec, get_content_parser, known_content_parsers
+from chatparse.errors import TemplateError
+from chatparse.template.regex_info import PatternInfo, analyze
+from chatparse.transform import check_transform
+
+TOP_LEVEL_KEYS = ("version", "defaults", "fields", "start_anchor", "start_anchor_pattern")
+FIELD_KEYS = (
+    "open",
+    "open_pattern",
+    "close",
+    "close_pattern",
+    "content",
+    "content_args",
+    "repeats",
+    "join",
+    "optional",
+    "transform",
+    "transform_each",
+)
+
+
+@dataclass(frozen=True)
+class Delimiter:
+    """One open/close/anchor delimiter: a regex, plus its literals when it was given as literals."""
+
+    field: str
+    key: str  # the template key it came from, e.g. "close_pattern"
+    pattern: Any  # compiled `regex` pattern
+    literals: tuple[str, ...] | None  # alternation order: longest first, then first-seen
+    can_extend: bool  # one literal is a strict prefix of another
+    info: PatternInfo
+
+    @property
+    def is_literal(self) -> bool:
+        return self.literals is not None
+
+    @property
+    def longest_literal(self) -> int:
+        return max(map(len, self.literals)) if self.literals else 0
+
+
+@dataclass(frozen=True)
+class CompiledField:
+    name: str
+    open: Delimiter | None
+    close: Delimiter | None
+    parser: ContentParserSpec
+    content_args: Mapping[str, Any]
+    repeats: bool
+    join: str | None
+    optional: bool
+    transform: Any
+    transform_each: bool
+
+    @property
+    def content(self) -> str:
+        return self.parser.name
+
+    @property
+    def implicit(self) -> bool:
+        return self.open is None
+
+
+@dataclass(frozen=True)
+class CompiledTemplate:
+    """An immutable, validated response template. ``source`` is a private copy of the v1 dict."""
+
+    defaults: Mapping[str, Any]
+    fields: Mapping[str, CompiledField]
+    implicit: str | None
+    start_anchor: Delimiter
+    source: Mapping[str, Any] = field(repr=False)
+    context: int = 0  # consumed characters the delimiter patterns may look back at
+
+    @property
+    def chatparse_only(self) -> bool:
+        """True when a field uses a content parser that transformers does not have."""
+        return any(not f.parser.compatible for f in self.fields.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        """A fresh copy of the v1 template this was compiled from."""
+        return copy.deepcopy(dict(self.source))
+
+
+def _fail(message: str, code: str, *, field: str | None = None, key: str | None = None) -> TemplateError:
+    return TemplateError(message, code=code, field=field, key=key)
+
+
+def _compile_regex(source: Any, *, field: str | None, key: str, scope: str) -> Any:
+    if not isinstance(source, str):
+        raise _fail(f"{scope}: '{key}' must be a regex string, found {type(source).__name__}", "bad_type",
+                    field=field, key=key)
+    try:
+        return regex.compile(source, regex.DOTALL)
+    except regex.error as exc:
+        raise _fail(f"{scope}: invalid {key} regex {source!r}: {exc}. Fix the pattern (the `regex` module "
+                    "syntax, DOTALL on, MULTILINE off).", "bad_regex", field=field, key=key) from None
+
+
+def _compile_delimiter(
+    spec: Mapping[str, Any], literal_key: str, pattern_key: str, *, field: str | None, scope: str
+) -> Delimiter | None:
+    if literal_key in spec and pattern_key in spec:
+        raise _fail(f"{scope}: expected one of '{literal_key}' or '{pattern_key}', found both. Keep one.",
+                    "conflicting_keys", field=field, key=pattern_key)
+    owner = field or ""
+    if literal_key in spec:
+        literals = _literal_list(spec[literal_key], key=literal_key, field=field, scope=scope)
+        ordered = tuple(sorted(literals, key=len, reverse=True))
+        can_extend = any(a != b and a.startswith(b) for a in literals for b in literals)
+        pattern = regex.compile("|".join(regex.escape(s) for s in ordered), regex.DOTALL)
+        info = PatternInfo(max_width=max(map(len, literals)), looks_ahead=False, context=0)
+        return Delimiter(owner, literal_key, pattern, ordered, can_extend, info)
+    if pattern_key in spec:
+        source = spec[pattern_key]
+        pattern = _compile_regex(source, field=field, key=pattern_key, scope=scope)
+        return Delimiter(owner, pattern_key, pattern, None, False, analyze(source))
+    return None
+
+
+def _literal_list(raw: Any, *, key: str, field: str | None, scope: str) -> list[str]:
+    if isinstance(raw, str):
+        literals = [raw]
+    elif isinstance(raw, list):
+        if not raw:
+            raise _fail(f"{scope}: '{key}' list must contain at least one literal", "empty_literal",
+                        field=field, key=key)
+        if not all(isinstance(s, str) for s in raw):
+            raise _fail(f"{scope}: '{key}' list must contain only strings", "bad_type", field=field, key=key)
+        literals = list(dict.fromkeys(raw))
+    else:
+        raise _fail(f"{scope}: '{key}' must be a string or a list of strings, found {type(raw).__name__}",
+                    "bad_type", field=field, key=key)
+    if any(s == "" for s in literals):
+        raise _fail(f"{scope}: '{key}' literals cannot be empty strings; an empty delimiter would match "
+                    "everywhere. Omit the key instead.", "empty_literal", field=field, key=key)
+    return literals
+
+
+def _check_shape(spec: Any) -> None:
+    if not isinstance(spec, Mapping):
+        raise _fail(f"response_template must be a dict, found {type(spec).__name__}", "bad_type")
+    version = spec.get("version", 1)
+    if version != 1:
+        raise _fail(f"Unsupported response_template version {version!r}; chatparse reads version 1",
+                    "unsupported_version", key="version")
+    unknown = sorted(set(spec) - set(TOP_LEVEL_KEYS))
+    if unknown:
+        raise _fail(f"Unknown keys in response_template: {unknown}; allowed: {list(TOP_LEVEL_KEYS)}",
+                    "unknown_key", key=unknown[0])
+    if not isinstance(spec.get("defaults", {}), Mapping):
+        raise _fail("response_template.defaults must be a dict", "bad_type", key="defaults")
+    fields = spec.get("fields", {})
+    if not isinstance(fields, Mapping) or not fields:
+        raise _fail("response_template.fields must be a non-empty dict of field name -> field spec",
+                    "bad_type", key="fields")
+
+
+def _resolve_parser(name: Any, *, field: str) -> ContentParserSpec:
+    try:
+        return get_content_parser(name)
+    except (KeyError, TypeError):
+        raise _fail(f"Field '{field}': unknown content parser {name!r}. Available: {known_content_parsers()}",
+                    "unknown_parser", field=field, key="content") from None
+
+
+def _check_content_args(parser: ContentParserSpec, args: Any, *, field: str) -> Mapping[str, Any]:
+    if not isinstance(args, Mapping):
+        raise _fail(f"Field '{field}': content_args must be a dict, found {type(args).__name__}", "bad_type",
+                    field=field, key="content_args")
+    if parser.validate_args is not None:
+        try:
+            parser.validate_args(args)
+        except ValueError as exc:
+            raise _fail(f"Field '{field}': {parser.name}: {exc}", "bad_content_args", field=field,
+                        key="content_args") from None
+    return MappingProxyType(copy.deepcopy(dict(args)))
+
+
+def _build_field(name: str, spec: Any) -> CompiledField:
+    scope = f"Field '{name}'"
+    if not isinstance(spec, Mapping):
+        raise _fail(f"{scope} must be a dict, found {type(spec).__name__}", "bad_type", field=name)
+    unknown = sorted(set(spec) - set(FIELD_KEYS))
+    if unknown:
+        raise _fail(f"{scope}: unknown keys {unknown}; allowed: {list(FIELD_KEYS)}", "unknown_key",
+                    field=name, key=unknown[0])
+    parser = _resolve_parser(spec.get("content", "text"), field=name)
+    open_delim = _compile_delimiter(spec, "open", "open_pattern", field=name, scope=scope)
+    close_delim = _compile_delimiter(spec, "close", "close_pattern", field=name, scope=scope)
+    join = spec.get("join")
+    if join is not None and not isinstance(join, str):
+        raise _fail(f"{scope}: 'join' must be a string, found {type(join).__name__}", "bad_type",
+                    field=name, key="join")
+    if join is not None and not spec.get("repeats", False):
+        raise _fail(f"{scope}: 'join' requires 'repeats': true", "join_without_repeats", field=name, key="join")
+    transform = spec.get("transform")
+    transform_each = spec.get("transform_each", False)
+    if not isinstance(transform_each, bool):
+        raise _fail(f"{scope}: transform_each must be a bool, found {type(transform_each).__name__}",
+                    "bad_type", field=name, key="transform_each")
+    if transform_each and transform is None:
+        raise _fail(f"{scope}: transform_each is set but no transform was provided", "transform_each_without_transform",
+                    field=name, key="transform_each")
+    if transform is not None:
+        check_transform(transform, field=name)
+    else:
+        _check_no_orphan_captures(name, open_delim, close_delim)
+    return CompiledField(
+        name=name,
+        open=open_delim,
+        close=close_delim,
+        parser=parser,
+        content_args=_check_content_args(parser, spec.get("content_args", {}), field=name),
+        repeats=bool(spec.get("repeats", False)),
+        join=join,
+        optional=bool(spec.get("optional", True)),
+        transform=copy.deepcopy(transform),
+        transform_each=transform_each,
+    )
+
+
+def _check_no_orphan_captures(name: str, *delims: Delimiter | None) -> None:
+    captured = sorted({g for d in delims if d is not None for g in d.pattern.groupindex})
+    if captured:
+        raise _fail(
+            f"Field '{name}': open_pattern/close_pattern declares named group(s) {captured}, but the field has "
+            "no 'transform'. Named captures only reach the output through a transform (next to 'content'): "
+            "add a transform that uses them, or drop the names from the pattern.",
+            "captures_without_transform", field=name, key="transform",
+        )
+
+
+def compile_template(spec: Any) -> CompiledTemplate:
+    """Validate and compile a v1 template dict."""
+    _check_shape(spec)
+    fields = {name: _build_field(name, raw) for name, raw in spec["fields"].items()}
+    implicit = [name for name, f in fields.items() if f.implicit]
+    if len(implicit) > 1:
+        raise _fail(
+            "At most one field may omit 'open'/'open_pattern' (that field becomes the implicit / leftover "
+            f"field). Found: {', '.join(implicit)}. Give the others an open delimiter.",
+            "multiple_implicit", field=implicit[1],
+        )
+    anchor = _compile_delimiter(spec, "start_anchor", "start_anchor_pattern", field=None, scope="response_template")
+    if anchor is None:
+        raise _fail("response_template must define 'start_anchor' or 'start_anchor_pattern' (the assistant-turn "
+                    "header, e.g. '<|im_start|>assistant\\n').", "missing_start_anchor", key="start_anchor")
+    delims = [d for f in fields.values() for d in (f.open, f.close) if d is not None]
+    return CompiledTemplate(
+        defaults=MappingProxyType(copy.deepcopy(dict(spec.get("defaults", {})))),
+        fields=MappingProxyType(fields),
+        implicit=implicit[0] if implicit else None,
+        start_anchor=anchor,
+        source=MappingProxyType(copy.deepcopy(dict(spec))),
+        context=max((d.info.context for d in delims), default=0),
+    )
+
+
+def load_template(obj: Any) -> CompiledTemplate:
+    """Compile a template from a dict, a JSON string, a path to a template JSON file, a path to a
+    ``tokenizer_config.json`` (its ``response_template`` key), or a built-in template name."""
+    if isinstance(obj, CompiledTemplate):
+        return obj
+    if isinstance(obj, Mapping):
+        return compile_template(obj)
+    if isinstance(obj, os.PathLike) or isinstance(obj, str):
+        return compile_template(_read_template_source(obj))
+    raise _fail(f"load_template expected a dict, JSON string, path or built-in name, found {type(obj).__name__}",
+                "bad_type")
+
+
+def _read_template_source(obj: str | os.PathLike[str]) -> Any:
+    text = os.fspath(obj)
+    if isinstance(obj, str) and text.lstrip().startswith("{"):
+        return _parse_json_text(text, where="the template string")
+    path = Path(text)
+    if path.is_file():
+        data = _parse_json_text(path.read_text(encoding="utf-8"), where=str(path))
+        if isinstance(data, Mapping) and "response_template" in data:
+            return data["response_template"]
+        if isinstance(data, Mapping) and "template" in data and "fields" not in data:
+            return data["template"]  # a chatparse built-in data file
+        return data
+    builtin = _builtin_template(text)
+    if builtin is not None:
+        return builtin
+    raise _fail(f"Expected a template dict, JSON text, an existing file or a built-in name; found {text!r}, "
+                "which is none of these. Run `chatparse templates list` for built-in names.", "template_not_found")
+
+
+def _parse_json_text(text: str, *, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _fail(f"Expected JSON in {where}, found invalid JSON: {exc.msg} at line {exc.lineno} column "
+                    f"{exc.colno}", "bad_json") from None
+
+
+def _builtin_template(name: str) -> Any:
+    try:
+        from chatparse.templates import get_template, list_templates
+    except ImportError:
+        return None
+    normalized = name.replace(".", "_")
+    for candidate in list_templates():
+        if candidate == name or candidate.replace(".", "_") == normalized:
+            return get_template(candidate)
+    return None

@@ -1,0 +1,142 @@
+"""Static facts about a delimiter regex that let the scanner stay linear without changing results: its
+maximum width, whether it looks ahead, how much consumed text its lookbehinds and anchors can see, and
+a leading ``\\s*``-style run. Patterns the standard ``re`` parser cannot read get the safe answer."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+try:  # Python >= 3.11 keeps the parser here
+    from re import _constants as sre_c
+    from re import _parser as sre_parse
+except ImportError:  # pragma: no cover
+    import sre_constants as sre_c  # type: ignore[no-redef]
+    import sre_parse  # type: ignore[no-redef]
+
+# Consumed text kept before the scan position when a pattern may look behind an unknown distance.
+WIDE_CONTEXT = 4096
+
+CharTest = Callable[[str], bool]
+
+
+@dataclass(frozen=True)
+class PatternInfo:
+    """``max_width``: the longest match, or None if unbounded or unknown. ``looks_ahead``: a lookahead
+    (or anything unknown) can read past the match. ``context``: consumed characters the pattern may
+    read before its start. ``lead``/``rest_width``: a leading unbounded run of one character class
+    (its membership test, a superset of the real class) and the bounded width of what follows."""
+
+    max_width: int | None
+    looks_ahead: bool
+    context: int
+    lead: CharTest | None = None
+    rest_width: int | None = None
+
+
+UNKNOWN = PatternInfo(max_width=None, looks_ahead=True, context=WIDE_CONTEXT)
+
+
+def analyze(pattern: str) -> PatternInfo:
+    try:
+        parsed = sre_parse.parse(pattern, re.DOTALL)
+    except Exception:  # regex-only syntax: no static facts, the scanner takes the exact slow path
+        return UNKNOWN
+    walker = _Walker()
+    walker.walk(parsed)
+    if walker.unknown:
+        return UNKNOWN
+    width = _bounded_width(parsed)
+    lead, rest_width = _leading_run(parsed)
+    return PatternInfo(
+        max_width=width,
+        looks_ahead=walker.looks_ahead,
+        context=walker.context,
+        lead=lead,
+        rest_width=rest_width,
+    )
+
+
+def _bounded_width(items: Any) -> int | None:
+    hi = int(items.getwidth()[1])
+    return None if hi >= sre_c.MAXREPEAT else hi
+
+
+class _Walker:
+    def __init__(self) -> None:
+        self.looks_ahead = False
+        self.context = 0
+        self.unknown = False
+
+    def walk(self, items: Any) -> None:
+        for op, av in items:
+            self.visit(op, av)
+
+    def visit(self, op: Any, av: Any) -> None:
+        if op in (sre_c.ASSERT, sre_c.ASSERT_NOT):
+            direction, sub = av
+            if direction == 1:
+                self.looks_ahead = True
+            else:
+                width = _bounded_width(sub)
+                self.context = max(self.context, WIDE_CONTEXT if width is None else width + 1)
+            self.walk(sub)
+        elif op == sre_c.AT:
+            if av in (sre_c.AT_BEGINNING, sre_c.AT_BEGINNING_STRING, sre_c.AT_BOUNDARY, sre_c.AT_NON_BOUNDARY):
+                self.context = max(self.context, 1)
+        elif op in (sre_c.GROUPREF, sre_c.GROUPREF_EXISTS):
+            self.unknown = True
+        elif op == sre_c.SUBPATTERN:
+            self.walk(av[-1])
+        elif op == sre_c.BRANCH:
+            for sub in av[1]:
+                self.walk(sub)
+        elif op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, sre_c.POSSESSIVE_REPEAT):
+            self.walk(av[2])
+        elif op == sre_c.ATOMIC_GROUP:
+            self.walk(av)
+
+
+def _leading_run(items: Any) -> tuple[CharTest | None, int | None]:
+    if len(items) < 1:
+        return None, None
+    op, av = items[0]
+    if op not in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT) or av[1] < sre_c.MAXREPEAT:
+        return None, None
+    sub = av[2]
+    if len(sub) != 1:
+        return None, None
+    test = _char_test(*sub[0])
+    if test is None:
+        return None, None
+    rest = sre_parse.SubPattern(items.state, list(items[1:]))
+    rest_width = _bounded_width(rest)
+    return (test, rest_width) if rest_width is not None else (None, None)
+
+
+def _char_test(op: Any, av: Any) -> CharTest | None:
+    """A membership test that is a superset of the class in the ``regex`` module, or None."""
+    if op == sre_c.LITERAL:
+        char = chr(av)
+        return lambda c: c == char
+    if op != sre_c.IN:
+        return None
+    chars: set[str] = set()
+    ranges: list[tuple[int, int]] = []
+    space = False
+    for item_op, item_av in av:
+        if item_op == sre_c.LITERAL:
+            chars.add(chr(item_av))
+        elif item_op == sre_c.RANGE:
+            ranges.append(item_av)
+        elif item_op == sre_c.CATEGORY and item_av in (sre_c.CATEGORY_SPACE, sre_c.CATEGORY_UNI_SPACE):
+            space = True  # str.isspace() includes every character regex's \s does
+        else:
+            return None
+
+    def test(c: str) -> bool:
+        return c in chars or (space and c.isspace()) or any(lo <= ord(c) <= hi for lo, hi in ranges)
+
+    return test

@@ -1,0 +1,87 @@
+"""Transforms: JSON-shaped templates whose whole-string ``"{name}"`` / ``"{name.key}"`` placeholders are
+replaced by the parsed body (``content``) and named regex captures, type preserved."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import regex
+
+from chatparse.errors import TemplateError, TransformError
+
+PLACEHOLDER = regex.compile(r"\{(\w+(?:\.\w+)*)\}")
+
+
+def check_transform(transform: Any, *, field: str) -> None:
+    """Reject any string mixing a placeholder with literal text (no interpolation), at load time."""
+    if isinstance(transform, dict):
+        for value in transform.values():
+            check_transform(value, field=field)
+    elif isinstance(transform, list):
+        for value in transform:
+            check_transform(value, field=field)
+    elif isinstance(transform, str) and PLACEHOLDER.search(transform) and not PLACEHOLDER.fullmatch(transform):
+        raise TemplateError(
+            f"Field '{field}': transform string {transform!r} mixes a {{placeholder}} with literal text. "
+            'Use either a whole-string placeholder (e.g. "{content}") or a plain literal; '
+            "string interpolation is not supported.",
+            code="transform_interpolation",
+            field=field,
+            key="transform",
+        )
+
+
+def placeholders(transform: Any) -> set[str]:
+    """The root names of every placeholder in ``transform``."""
+    if isinstance(transform, dict):
+        return set().union(*(placeholders(v) for v in transform.values())) if transform else set()
+    if isinstance(transform, list):
+        return set().union(*(placeholders(v) for v in transform)) if transform else set()
+    if isinstance(transform, str) and (m := PLACEHOLDER.fullmatch(transform)):
+        return {m.group(1).split(".")[0]}
+    return set()
+
+
+def apply_transform(transform: Any, scope: dict[str, Any], *, field: str) -> Any:
+    """Fill ``transform`` from ``scope``. Unresolvable paths raise instead of emitting a broken value."""
+    if isinstance(transform, dict):
+        return {k: apply_transform(v, scope, field=field) for k, v in transform.items()}
+    if isinstance(transform, list):
+        return [apply_transform(v, scope, field=field) for v in transform]
+    if not isinstance(transform, str):
+        return transform
+    whole = PLACEHOLDER.fullmatch(transform)
+    if whole is None:
+        return transform
+    return _lookup(whole.group(1), scope, field)
+
+
+def _lookup(path: str, scope: dict[str, Any], field: str) -> Any:
+    root, *keys = path.split(".")
+    if root not in scope:
+        raise TransformError(
+            f"Field '{field}': transform placeholder '{{{path}}}' is not defined; available: {sorted(scope)}",
+            code="undefined_placeholder",
+            field=field,
+            key="transform",
+        )
+    value = scope[root]
+    for key in keys:
+        if not isinstance(value, dict):
+            raise TransformError(
+                f"Field '{field}': transform placeholder '{{{path}}}' expected a dict at '{key}', "
+                f"found {type(value).__name__}",
+                code="placeholder_not_a_dict",
+                field=field,
+                key="transform",
+            )
+        if key not in value:
+            raise TransformError(
+                f"Field '{field}': transform placeholder '{{{path}}}' expected key '{key}', "
+                f"found keys {sorted(map(str, value))}",
+                code="placeholder_missing_key",
+                field=field,
+                key="transform",
+            )
+        value = value[key]
+    return value

@@ -79,6 +79,7 @@ class ResponseParser:
         self._opened = False
         self._finalized = False
         self._watch = self._build_watchlists()
+        self._triggers = self._template.triggers
         self.initial_events: list[Event] = []
         if not isinstance(prefix, str):
             raise InputTypeError(f"prefix must be a str, found {type(prefix).__name__}")
@@ -96,11 +97,22 @@ class ResponseParser:
         self._check_open()
         if not isinstance(text, str):
             raise InputTypeError(f"feed() takes str, found {type(text).__name__}; decode bytes first")
+        events: list[Event] = []
         if text:
             self._append(text)
-        events: list[Event] = []
+            if self._nothing_can_start():
+                self._accumulate(events, self._buf[self._pos :])
+                self._pos = len(self._buf)
+                return events
         self._process(events, eos=False)
         return events
+
+    def _nothing_can_start(self) -> bool:
+        """Fast path: no watched delimiter's first character occurs in the unresolved text, so no
+        delimiter can occur or be forming there and all of it belongs to the current region."""
+        state = self._current if self._current is not None and self._current != self._implicit else None
+        trigger = self._triggers[state]
+        return trigger is not None and trigger.search(self._buf, self._pos) is None
 
     def finalize(self) -> tuple[dict[str, Any], list[Event]]:
         """End the stream: flush held text, close open regions, return ``(message, events)``."""

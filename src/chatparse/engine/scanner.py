@@ -32,11 +32,14 @@ class Hit:
 class DelimiterScanner:
     """Finds one delimiter in a growing buffer, remembering where it cannot occur."""
 
-    __slots__ = ("_cache", "_cache_from", "_cache_key", "_frontier", "_stable", "delim", "longest")
+    __slots__ = ("_cache", "_cache_from", "_cache_key", "_first", "_frontier", "_prefixes", "_stable", "delim",
+                 "longest")
 
     def __init__(self, delim: Delimiter) -> None:
         self.delim = delim
         self.longest = delim.longest_literal
+        self._prefixes = delim.prefixes
+        self._first = delim.first
         self._frontier = 0  # no complete occurrence starts in [scan start, frontier)
         self._stable: Hit | None = None  # a complete occurrence no further input can change
         self._cache: Hit | None = None  # the last answer, valid for the same buffer
@@ -88,11 +91,16 @@ class DelimiterScanner:
         return Hit(start, end, _NO_GROUPS, not eos and end == size and self.delim.can_extend)
 
     def _literal_partial(self, buf: str, pos: int) -> Hit | None:
+        """The leftmost tail of ``buf`` that is a proper prefix of a literal (a delimiter forming)."""
         size = len(buf)
-        for p in range(max(pos, size - self.longest + 1), size):
-            tail = buf[p:]
-            if any(lit.startswith(tail) for lit in self.delim.literals or ()):
+        first = self._first
+        assert first is not None
+        m = first.search(buf, max(pos, size - self.longest + 1))
+        while m is not None:
+            p = m.start()
+            if buf[p:] in self._prefixes:
                 return Hit(p, size, _NO_GROUPS, True)
+            m = first.search(buf, p + 1)
         return None
 
     # --- regex delimiters --------------------------------------------------------------------------

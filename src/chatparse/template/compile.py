@@ -48,6 +48,8 @@ class Delimiter:
     literals: tuple[str, ...] | None  # alternation order: longest first, then first-seen
     can_extend: bool  # one literal is a strict prefix of another
     info: PatternInfo
+    prefixes: frozenset[str] = frozenset()  # proper prefixes of the literals (a delimiter still forming)
+    first: Any = None  # compiled class of the literals' first characters
 
     @property
     def is_literal(self) -> bool:
@@ -90,6 +92,9 @@ class CompiledTemplate:
     start_anchor: Delimiter
     source: Mapping[str, Any] = field(repr=False)
     context: int = 0  # consumed characters the delimiter patterns may look back at
+    # Per parser state (None: no explicit region open), a class of the first characters of every
+    # delimiter watched in that state; None when some delimiter's first characters are unknown.
+    triggers: Mapping[str | None, Any] = field(default_factory=dict, repr=False)
 
     @property
     def chatparse_only(self) -> bool:
@@ -128,8 +133,11 @@ def _compile_delimiter(
         ordered = tuple(sorted(literals, key=len, reverse=True))
         can_extend = any(a != b and a.startswith(b) for a in literals for b in literals)
         pattern = regex.compile("|".join(regex.escape(s) for s in ordered), regex.DOTALL)
-        info = PatternInfo(max_width=max(map(len, literals)), looks_ahead=False, context=0)
-        return Delimiter(owner, literal_key, pattern, ordered, can_extend, info)
+        info = PatternInfo(max_width=max(map(len, literals)), looks_ahead=False, context=0,
+                           first_chars=frozenset(s[0] for s in literals))
+        prefixes = frozenset(lit[:k] for lit in literals for k in range(1, len(lit)))
+        return Delimiter(owner, literal_key, pattern, ordered, can_extend, info, prefixes,
+                         char_class({lit[0] for lit in literals}))
     if pattern_key in spec:
         source = spec[pattern_key]
         pattern = _compile_regex(source, field=field, key=pattern_key, scope=scope)
@@ -266,6 +274,13 @@ def compile_template(spec: Any) -> CompiledTemplate:
         raise _fail("response_template must define 'start_anchor' or 'start_anchor_pattern' (the assistant-turn "
                     "header, e.g. '<|im_start|>assistant\\n').", "missing_start_anchor", key="start_anchor")
     delims = [d for f in fields.values() for d in (f.open, f.close) if d is not None]
+    idle = [f.open for f in fields.values() if f.open is not None]
+    if implicit and fields[implicit[0]].close is not None:
+        idle.append(fields[implicit[0]].close)
+    triggers: dict[str | None, Any] = {None: _trigger(idle)}
+    for f in fields.values():
+        if f.open is not None:
+            triggers[f.name] = _trigger([f.close] if f.close is not None else [])
     return CompiledTemplate(
         defaults=MappingProxyType(copy.deepcopy(dict(spec.get("defaults", {})))),
         fields=MappingProxyType(fields),
@@ -273,7 +288,22 @@ def compile_template(spec: Any) -> CompiledTemplate:
         start_anchor=anchor,
         source=MappingProxyType(copy.deepcopy(dict(spec))),
         context=max((d.info.context for d in delims), default=0),
+        triggers=MappingProxyType(triggers),
     )
+
+
+def char_class(chars: set[str] | frozenset[str]) -> Any:
+    """A compiled pattern matching any one of ``chars``."""
+    return regex.compile("[" + "".join(regex.escape(c) for c in sorted(chars)) + "]")
+
+
+def _trigger(delims: list[Delimiter]) -> Any:
+    chars: set[str] = set()
+    for delim in delims:
+        if delim.info.first_chars is None:
+            return None
+        chars |= delim.info.first_chars
+    return char_class(chars) if chars else None
 
 
 def load_template(obj: Any) -> CompiledTemplate:
@@ -282,11 +312,30 @@ def load_template(obj: Any) -> CompiledTemplate:
     if isinstance(obj, CompiledTemplate):
         return obj
     if isinstance(obj, Mapping):
-        return compile_template(obj)
+        return _compile_cached(obj)
     if isinstance(obj, os.PathLike) or isinstance(obj, str):
         return compile_template(_read_template_source(obj))
     raise _fail(f"load_template expected a dict, JSON string, path or built-in name, found {type(obj).__name__}",
                 "bad_type")
+
+
+_CACHE: dict[str, CompiledTemplate] = {}
+_CACHE_SIZE = 64
+
+
+def _compile_cached(spec: Mapping[str, Any]) -> CompiledTemplate:
+    """Compiled templates are immutable, so the same dict compiles once (keyed by its canonical JSON)."""
+    try:
+        key = json.dumps(spec, sort_keys=True)
+    except (TypeError, ValueError):
+        return compile_template(spec)
+    compiled = _CACHE.get(key)
+    if compiled is None:
+        compiled = compile_template(spec)
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = compiled
+    return compiled
 
 
 def _read_template_source(obj: str | os.PathLike[str]) -> Any:

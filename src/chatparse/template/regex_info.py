@@ -34,6 +34,7 @@ class PatternInfo:
     context: int
     lead: CharTest | None = None
     rest_width: int | None = None
+    first_chars: frozenset[str] | None = None  # every match starts with one of these (None: unknown)
 
 
 UNKNOWN = PatternInfo(max_width=None, looks_ahead=True, context=WIDE_CONTEXT)
@@ -50,13 +51,51 @@ def analyze(pattern: str) -> PatternInfo:
         return UNKNOWN
     width = _bounded_width(parsed)
     lead, rest_width = _leading_run(parsed)
+    caseless = parsed.state.flags & (re.IGNORECASE | re.VERBOSE)
     return PatternInfo(
         max_width=width,
         looks_ahead=walker.looks_ahead,
         context=walker.context,
         lead=lead,
         rest_width=rest_width,
+        first_chars=None if caseless or parsed.getwidth()[0] == 0 else _first_chars(parsed),
     )
+
+
+_ZERO_WIDTH = (sre_c.AT, sre_c.ASSERT, sre_c.ASSERT_NOT)
+
+
+def _first_chars(items: Any) -> frozenset[str] | None:
+    """The characters a non-empty match of ``items`` can start with, when that is simple to know."""
+    for op, av in items:
+        if op in _ZERO_WIDTH:
+            continue
+        if op == sre_c.LITERAL:
+            return frozenset(chr(av))
+        if op == sre_c.IN:
+            return _set_chars(av)
+        if op == sre_c.SUBPATTERN:
+            sub = av[-1]
+            return _first_chars(sub) if sub.getwidth()[0] > 0 else None
+        if op == sre_c.BRANCH:
+            firsts = [_first_chars(b) if b.getwidth()[0] > 0 else None for b in av[1]]
+            return None if any(f is None for f in firsts) else frozenset().union(*firsts)  # type: ignore[arg-type]
+        if op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, sre_c.POSSESSIVE_REPEAT) and av[0] >= 1:
+            return _first_chars(av[2])
+        return None
+    return None
+
+
+def _set_chars(av: Any) -> frozenset[str] | None:
+    chars: set[str] = set()
+    for op, item in av:
+        if op == sre_c.LITERAL:
+            chars.add(chr(item))
+        elif op == sre_c.RANGE and item[1] - item[0] <= 256:
+            chars.update(chr(c) for c in range(item[0], item[1] + 1))
+        else:
+            return None
+    return frozenset(chars)
 
 
 def _bounded_width(items: Any) -> int | None:

@@ -1,0 +1,360 @@
+"""``check_answer(raw, evidence)``: the staged local validator of the grounded-answer contract.
+
+Stages run in a fixed order and stop at the first stage that fails, reporting every error of
+that stage with a stable code, a JSON path and a message that never echoes the generation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from chatparse.answers.model import (
+    MAX_ANSWER_CHARS,
+    MAX_CITATIONS,
+    MAX_CLARIFICATION_CHARS,
+    MAX_QUOTE_CHARS,
+    MAX_RAW_BYTES,
+    STATUSES,
+    GroundedAnswer,
+)
+from chatparse.strict_json import StrictJSONError, loads
+
+VALIDATOR_VERSION: Final = "answer-check/1"
+"""Bump when any rule changes; quotes are matched exactly (no Unicode or whitespace normalization)."""
+
+STAGES: Final = (
+    "size",
+    "bare_json",
+    "json",
+    "schema",
+    "status_rules",
+    "limits",
+    "grounding",
+)
+_JSON_WHITESPACE: Final = " \t\n\r"
+_KEY_EXCERPT: Final = 40
+
+
+@dataclass(frozen=True)
+class AnswerError:
+    """One contract violation: a stable ``code``, a safe ``message`` and a JSON ``path``."""
+
+    code: str
+    message: str
+    path: str = "$"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message, "path": self.path}
+
+
+@dataclass(frozen=True)
+class AnswerCheck:
+    """The outcome: ``answer`` is set only when ``ok``; ``stage`` is the last stage reached.
+
+    ``claimed_status`` is the status the model chose once the schema stage passed, kept for
+    evaluation only: an unchecked status must not drive anything.
+    """
+
+    ok: bool
+    answer: GroundedAnswer | None
+    errors: tuple[AnswerError, ...] = ()
+    stage: str = "grounding"
+    claimed_status: str | None = None
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        return tuple(error.code for error in self.errors)
+
+
+class _Failed(Exception):
+    """Internal control flow: the stage that failed and all of its errors."""
+
+    def __init__(self, stage: str, errors: list[AnswerError], claimed_status: str | None = None) -> None:
+        super().__init__(stage)
+        self.stage = stage
+        self.errors = errors
+        self.claimed_status = claimed_status
+
+
+def check_answer(raw: str | bytes, evidence: Mapping[str, str]) -> AnswerCheck:
+    """Validate one raw generation against the blocks that were actually in the prompt."""
+    try:
+        answer = _run_stages(raw, evidence)
+    except _Failed as failed:
+        return AnswerCheck(
+            ok=False,
+            answer=None,
+            errors=tuple(failed.errors),
+            stage=failed.stage,
+            claimed_status=failed.claimed_status,
+        )
+    return AnswerCheck(ok=True, answer=answer, stage="grounding", claimed_status=answer.status)
+
+
+def _run_stages(raw: str | bytes, evidence: Mapping[str, str]) -> GroundedAnswer:
+    _check_size(raw)
+    _check_bare(raw)
+    data = _parse(raw)
+    answer = _validate_schema(data)
+    status = answer.status
+    for stage, rule in _RULE_STAGES:
+        errors = rule(answer, evidence)
+        if errors:
+            raise _Failed(stage, errors, claimed_status=status)
+    return answer
+
+
+def _check_size(raw: str | bytes) -> None:
+    size = len(raw) if isinstance(raw, bytes) else len(raw.encode("utf-8", "surrogatepass"))
+    if size > MAX_RAW_BYTES:
+        message = f"expected at most {MAX_RAW_BYTES} UTF-8 bytes, found {size} bytes in the whole output"
+        raise _Failed("size", [AnswerError("too_large", message)])
+
+
+def _check_bare(raw: str | bytes) -> None:
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    body = text.strip(_JSON_WHITESPACE)
+    if body.startswith("{") and body.endswith("}"):
+        return
+    found = _describe_wrapper(body)
+    message = (
+        f"expected one bare JSON object and nothing else, found {found}. "
+        "Code fences and prose are rejected, never trimmed."
+    )
+    raise _Failed("bare_json", [AnswerError("not_bare_json", message)])
+
+
+def _describe_wrapper(body: str) -> str:
+    if not body:
+        return "an empty output"
+    if body.startswith("```") or body.endswith("```"):
+        return "a Markdown code fence"
+    if body.startswith(("[", '"')):
+        return "a JSON value that is not an object"
+    return "text before or after the object"
+
+
+def _parse(raw: str | bytes) -> Any:
+    try:
+        return loads(raw, max_bytes=MAX_RAW_BYTES)
+    except StrictJSONError as exc:
+        stage = "bare_json" if exc.code == "trailing_text" else "json"
+        raise _Failed(stage, [_json_error(exc)]) from None
+
+
+def _json_error(exc: StrictJSONError) -> AnswerError:
+    if exc.code == "duplicate_key":
+        key = exc.key or ""
+        shown = repr(key) if len(key) <= _KEY_EXCERPT else f"a {len(key)}-char key"
+        return AnswerError(
+            "duplicate_key", f"expected each key once, found {shown} twice at offset {exc.offset}", "$"
+        )
+    if exc.code == "trailing_text":
+        return AnswerError(
+            "not_bare_json",
+            f"expected one bare JSON object and nothing else, found more text at offset {exc.offset}",
+        )
+    # strict_json messages describe at most one character of the input, never a span of it.
+    return AnswerError("invalid_json", f"{exc.message} (strict_json code {exc.code})")
+
+
+def _validate_schema(data: Any) -> GroundedAnswer:
+    if not isinstance(data, dict):
+        raise _Failed("schema", [AnswerError("schema_violation", "expected a JSON object at the top level")])
+    try:
+        return GroundedAnswer.model_validate(data, strict=True)
+    except ValidationError as exc:
+        errors = [_schema_error(item, data) for item in exc.errors(include_input=False, include_url=False)]
+        raise _Failed("schema", errors) from None
+
+
+_EXPECTED_BY_TYPE: Final = {
+    "string_type": "a string",
+    "list_type": "an array",
+    "model_type": "an object",
+    "dict_type": "an object",
+    "literal_error": "one of " + ", ".join(repr(status) for status in STATUSES),
+}
+
+
+def _schema_error(item: Mapping[str, Any], data: Any) -> AnswerError:
+    loc = tuple(item["loc"])
+    path = _json_path(loc)
+    kind = item["type"]
+    if kind == "missing":
+        return AnswerError(
+            "schema_violation", f"expected the key {_last_key(loc)}, found it missing at {path}", path
+        )
+    if kind == "extra_forbidden":
+        return AnswerError("schema_violation", f"expected no key {_last_key(loc)}, found one at {path}", path)
+    expected = _EXPECTED_BY_TYPE.get(kind, "a value of the declared type")
+    if path in ("$.answer", "$.clarification") and kind == "string_type":
+        expected = "a string or null"
+    found = _describe_json(_lookup(data, loc))
+    if kind == "literal_error":
+        found = "a string outside that set" if isinstance(_lookup(data, loc), str) else found
+    return AnswerError("schema_violation", f"expected {expected}, found {found} at {path}", path)
+
+
+def _last_key(loc: tuple[Any, ...]) -> str:
+    key = str(loc[-1]) if loc else ""
+    return repr(key) if len(key) <= _KEY_EXCERPT else f"of {len(key)} chars"
+
+
+def _json_path(loc: tuple[Any, ...]) -> str:
+    parts = ["$"]
+    for item in loc:
+        parts.append(f"[{item}]" if isinstance(item, int) else f".{item}")
+    return "".join(parts)
+
+
+def _lookup(data: Any, loc: tuple[Any, ...]) -> Any:
+    for item in loc:
+        try:
+            data = data[item]
+        except (KeyError, IndexError, TypeError):
+            return _Missing
+    return data
+
+
+class _Missing:
+    pass
+
+
+def _describe_json(value: Any) -> str:
+    if value is _Missing:
+        return "nothing"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _status_rules(answer: GroundedAnswer, _evidence: Mapping[str, str]) -> list[AnswerError]:
+    """The seed's table: which of answer / citations / clarification each status allows."""
+    code = f"inconsistent_{answer.status}"
+    wants_answer = answer.status == "answered"
+    wants_clarification = answer.status == "needs_clarification"
+    errors: list[AnswerError] = []
+    if wants_answer and not (answer.answer or "").strip():
+        errors.append(AnswerError(code, "expected a non-blank answer when status is 'answered'", "$.answer"))
+    if not wants_answer and answer.answer is not None:
+        errors.append(AnswerError(code, f"expected answer null when status is {answer.status!r}", "$.answer"))
+    if wants_answer and not answer.citations:
+        errors.append(
+            AnswerError(code, "expected at least one citation when status is 'answered'", "$.citations")
+        )
+    if not wants_answer and answer.citations:
+        errors.append(
+            AnswerError(code, f"expected no citations when status is {answer.status!r}", "$.citations")
+        )
+    if wants_clarification and not (answer.clarification or "").strip():
+        errors.append(
+            AnswerError(
+                code,
+                "expected a non-blank clarification when status is 'needs_clarification'",
+                "$.clarification",
+            )
+        )
+    if not wants_clarification and answer.clarification is not None:
+        errors.append(
+            AnswerError(
+                code, f"expected clarification null when status is {answer.status!r}", "$.clarification"
+            )
+        )
+    return errors
+
+
+def _limits(answer: GroundedAnswer, _evidence: Mapping[str, str]) -> list[AnswerError]:
+    errors = [
+        error
+        for error in (
+            _too_long(answer.answer, MAX_ANSWER_CHARS, "$.answer"),
+            _too_long(answer.clarification, MAX_CLARIFICATION_CHARS, "$.clarification"),
+        )
+        if error
+    ]
+    if len(answer.citations) > MAX_CITATIONS:
+        message = f"expected at most {MAX_CITATIONS} citations, found {len(answer.citations)} at $.citations"
+        errors.append(AnswerError("too_many_citations", message, "$.citations"))
+    for index, citation in enumerate(answer.citations):
+        error = _too_long(citation.quote, MAX_QUOTE_CHARS, f"$.citations[{index}].quote")
+        if error:
+            errors.append(error)
+    return errors
+
+
+def _too_long(text: str | None, limit: int, path: str) -> AnswerError | None:
+    if text is None or len(text) <= limit:
+        return None
+    return AnswerError("too_long", f"expected at most {limit} characters, found {len(text)} at {path}", path)
+
+
+def _grounding(answer: GroundedAnswer, evidence: Mapping[str, str]) -> list[AnswerError]:
+    """Each source must be a block in ``evidence``; each quote an exact, non-blank substring of it."""
+    errors: list[AnswerError] = []
+    for index, citation in enumerate(answer.citations):
+        path = f"$.citations[{index}]"
+        block = evidence.get(citation.source_id)
+        if block is None:
+            message = f"expected source_id to name a document block given in the prompt, found an unknown one at {path}.source_id"
+            errors.append(AnswerError("unknown_source", message, f"{path}.source_id"))
+        elif not citation.quote.strip():
+            errors.append(
+                AnswerError(
+                    "quote_not_found",
+                    f"expected a non-empty quote, found a blank one at {path}.quote",
+                    f"{path}.quote",
+                )
+            )
+        elif citation.quote not in block:
+            message = f"expected a verbatim substring of block {_short(citation.source_id)}, found no exact match at {path}.quote"
+            errors.append(AnswerError("quote_not_found", message, f"{path}.quote"))
+    return errors
+
+
+def _short(source_id: str) -> str:
+    return repr(source_id) if len(source_id) <= _KEY_EXCERPT else f"of {len(source_id)} chars"
+
+
+_Rule = Callable[[GroundedAnswer, Mapping[str, str]], list[AnswerError]]
+_RULE_STAGES: Final[tuple[tuple[str, _Rule], ...]] = (
+    ("status_rules", _status_rules),
+    ("limits", _limits),
+    ("grounding", _grounding),
+)
+
+ERROR_CODES: Final = (
+    "too_large",
+    "not_bare_json",
+    "invalid_json",
+    "duplicate_key",
+    "schema_violation",
+    "inconsistent_answered",
+    "inconsistent_needs_clarification",
+    "inconsistent_insufficient_evidence",
+    "too_long",
+    "too_many_citations",
+    "unknown_source",
+    "quote_not_found",
+)
+
+__all__ = [
+    "ERROR_CODES",
+    "STAGES",
+    "VALIDATOR_VERSION",
+    "AnswerCheck",
+    "AnswerError",
+    "check_answer",
+]

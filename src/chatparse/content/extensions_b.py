@@ -1,0 +1,497 @@
+"""Content-parser extensions for tool-call formats the v1 template cannot express (part B).
+
+``json-calls`` reads JSON call containers (arrays, lone objects, one object per line, name-as-key
+objects); ``python-calls`` reads Python-literal call lists, bracketed or one call per line. Both
+return ``[{"name": str, "arguments": dict}, ...]`` and raise ``ValueError`` on bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NoReturn
+
+from chatparse.content.registry import register_content_parser
+
+Call = dict[str, Any]
+
+_MAX_DEPTH = 100
+
+
+def _excerpt(text: str, limit: int = 60) -> str:
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + "…"
+
+
+def _check_keys(parser: str, args: Mapping[str, Any], allowed: Mapping[str, type | tuple[type, ...]]) -> None:
+    """Reject unknown ``content_args`` keys and values of the wrong type, naming the key."""
+    for key, value in args.items():
+        if key not in allowed:
+            raise ValueError(f"{parser}: unknown content_args key {key!r}. Valid keys: {sorted(allowed)}")
+        if not isinstance(value, allowed[key]):
+            raise ValueError(f"{parser}: content_args[{key!r}] has the wrong type {type(value).__name__}")
+
+
+def _check_choice(parser: str, args: Mapping[str, Any], key: str, choices: Iterable[str]) -> None:
+    valid = sorted(choices)
+    if key in args and args[key] not in valid:
+        raise ValueError(f"{parser}: content_args[{key!r}] must be one of {valid}, found {args[key]!r}")
+
+
+def _check_string_list(parser: str, args: Mapping[str, Any], key: str) -> None:
+    if key in args and not all(isinstance(item, str) and item for item in args[key]):
+        raise ValueError(f"{parser}: content_args[{key!r}] must be a list of non-empty strings")
+
+
+# --------------------------------------------------------------------------------------------
+# json-calls
+# --------------------------------------------------------------------------------------------
+
+_JSON_CALLS_ARGS: dict[str, type | tuple[type, ...]] = {
+    "accept": list,
+    "separators": str,
+    "name_keys": list,
+    "arguments_keys": list,
+    "name_as_key": bool,
+    "decode_string_arguments": bool,
+    "allow_missing_arguments": bool,
+    "wrappers": list,
+}
+_JSON_FORMS = ("array", "object", "sequence")
+
+
+def _reject_constant(name: str) -> NoReturn:
+    raise ValueError(f"json-calls: {name} is not valid JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _strip_wrappers(text: str, wrappers: Iterable[list[str]]) -> str:
+    """Remove the first wrapper whose opener or closer surrounds ``text`` (each side optional)."""
+    for opener, closer in wrappers:
+        stripped = text
+        if stripped.startswith(opener):
+            stripped = stripped[len(opener) :].lstrip()
+        if stripped.endswith(closer):
+            stripped = stripped[: -len(closer)].rstrip()
+        if stripped != text:
+            return stripped
+    return text
+
+
+def _read_json_values(text: str, separators: str) -> list[Any]:
+    """Every JSON value in ``text``, separated by whitespace and at most one separator character."""
+    values: list[Any] = []
+    position = _skip_space(text, 0)
+    while position < len(text):
+        try:
+            value, position = _DECODER.raw_decode(text, position)
+        except RecursionError as error:
+            raise ValueError(f"json-calls: JSON nested too deeply at offset {position}") from error
+        except json.JSONDecodeError as error:
+            raise ValueError(
+                f"json-calls: expected a JSON value at offset {error.pos}, found "
+                f"{_excerpt(text[error.pos : error.pos + 20])} ({error.msg}). Content: {_excerpt(text)}"
+            ) from error
+        values.append(value)
+        position = _skip_space(text, position)
+        if position < len(text) and text[position] in separators:
+            position = _skip_space(text, position + 1)
+    return values
+
+
+def _skip_space(text: str, position: int) -> int:
+    while position < len(text) and text[position] in " \t\r\n":
+        position += 1
+    return position
+
+
+def _call_items(values: list[Any], forms: Iterable[str]) -> list[Any]:
+    accepted = set(forms)
+    if not values:
+        raise ValueError("json-calls: expected a JSON array or object of tool calls, found an empty region")
+    if len(values) == 1 and isinstance(values[0], list):
+        if "array" in accepted:
+            return values[0]
+    elif len(values) == 1 and isinstance(values[0], dict):
+        if accepted & {"object", "sequence"}:
+            return values
+    elif "sequence" in accepted and all(isinstance(value, dict) for value in values):
+        return values
+    kinds = ", ".join(type(value).__name__ for value in values[:3])
+    raise ValueError(f"json-calls: expected {' or '.join(sorted(accepted))} of tool calls, found {kinds}")
+
+
+def _first_key(item: Mapping[str, Any], keys: Iterable[str]) -> str | None:
+    return next((key for key in keys if key in item), None)
+
+
+def _normalise_call(item: Any, index: int, args: Mapping[str, Any]) -> Call:
+    if not isinstance(item, dict):
+        raise ValueError(f"json-calls: call {index} must be a JSON object, found {type(item).__name__}")
+    if args.get("name_as_key", False):
+        if len(item) != 1:
+            raise ValueError(
+                f"json-calls: call {index} must have exactly one key (the function name), found {sorted(item)}"
+            )
+        name, arguments = next(iter(item.items()))
+    else:
+        name_key = _first_key(item, args.get("name_keys", ["name"]))
+        if name_key is None:
+            raise ValueError(f"json-calls: call {index} has no name key; found keys {sorted(item)}")
+        name = item[name_key]
+        arguments_key = _first_key(item, args.get("arguments_keys", ["arguments", "parameters"]))
+        arguments = item[arguments_key] if arguments_key is not None else None
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"json-calls: call {index} name must be a non-empty string, found {name!r}")
+    return {"name": name, "arguments": _call_arguments(arguments, index, args)}
+
+
+def _call_arguments(arguments: Any, index: int, args: Mapping[str, Any]) -> dict[str, Any]:
+    if arguments is None and args.get("allow_missing_arguments", True):
+        return {}
+    if isinstance(arguments, str) and args.get("decode_string_arguments", False):
+        if not arguments.strip() and args.get("allow_missing_arguments", True):
+            return {}
+        try:
+            arguments = _DECODER.decode(arguments.strip())
+        except json.JSONDecodeError as error:
+            raise ValueError(
+                f"json-calls: call {index} arguments string is not JSON ({error.msg}): {_excerpt(arguments)}"
+            ) from error
+    if not isinstance(arguments, dict):
+        raise ValueError(
+            f"json-calls: call {index} arguments must be a JSON object, found {type(arguments).__name__}"
+        )
+    return arguments
+
+
+def parse_json_calls(body: str, args: Mapping[str, Any]) -> list[Call]:
+    """Tool calls written as JSON: ``[{"name": N, "arguments": {...}}, ...]`` and its variants.
+
+    ``content_args``: ``accept`` (forms among ``array``, ``object`` = one bare call object,
+    ``sequence`` = call objects one after another; default ``["array"]``); ``separators``
+    (characters allowed between sequence items, e.g. ``";"``); ``name_keys`` / ``arguments_keys``
+    (keys tried in order; default ``["name"]`` / ``["arguments", "parameters"]``); ``name_as_key``
+    (each call is ``{N: {...}}``, Apertus); ``decode_string_arguments`` (arguments written as a
+    JSON-encoded string are decoded, Nemotron); ``allow_missing_arguments`` (a call without
+    arguments gets ``{}``; default true); ``wrappers`` (``[opener, closer]`` literal pairs such as
+    a Markdown fence, stripped from around the JSON when present, xLAM). NaN/Infinity are rejected.
+    """
+    text = _strip_wrappers(body.strip(), args.get("wrappers", []))
+    items = _call_items(_read_json_values(text, args.get("separators", "")), args.get("accept", ["array"]))
+    return [_normalise_call(item, index, args) for index, item in enumerate(items)]
+
+
+def validate_json_calls_args(args: Mapping[str, Any]) -> None:
+    """Load-time check of ``json-calls`` content_args."""
+    _check_keys("json-calls", args, _JSON_CALLS_ARGS)
+    accept = args.get("accept", ["array"])
+    if not accept or any(form not in _JSON_FORMS for form in accept):
+        raise ValueError(
+            f"json-calls: content_args['accept'] must list forms among {list(_JSON_FORMS)}, found {accept!r}"
+        )
+    _check_string_list("json-calls", args, "name_keys")
+    _check_string_list("json-calls", args, "arguments_keys")
+    for pair in args.get("wrappers", []):
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(s, str) and s for s in pair)):
+            raise ValueError(
+                f"json-calls: each content_args['wrappers'] item must be [opener, closer], found {pair!r}"
+            )
+
+
+# --------------------------------------------------------------------------------------------
+# python-calls
+# --------------------------------------------------------------------------------------------
+
+_PYTHON_CALLS_ARGS: dict[str, type | tuple[type, ...]] = {
+    "brackets": str,
+    "separator": str,
+    "json_literals": bool,
+    "accept_json": bool,
+    "repairs": bool,
+}
+_BRACKETS = ("required", "optional", "forbidden")
+_SEPARATORS = ("comma", "newline", "comma_or_newline")
+
+_NAME = re.compile(r"[^\W\d]\w*(?:[.\-][^\W\d]\w*)*")
+_IDENTIFIER = re.compile(r"[^\W\d]\w*")
+_NUMBER = re.compile(r"[+-]?(?:(?P<int>\d+)(?![.eEjJ\d])|(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)(?![\w.])")
+_STRING_START = re.compile(r"(?P<prefix>[rRuU]?)(?P<quote>'''|\"\"\"|'|\")")
+_SPACE = re.compile(r"(?:[ \t\r\n]|\\\r?\n|#[^\n]*)*")
+_PYTHON_CONSTANTS: dict[str, Any] = {"True": True, "False": False, "None": None}
+_JSON_CONSTANTS: dict[str, Any] = {"true": True, "false": False, "null": None}
+_ESCAPES = {
+    "\n": "",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "a": "\a",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "v": "\v",
+}
+_HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
+
+
+class _CallReader:
+    """A recursive-descent reader of Python call syntax with literal arguments (no eval, no ast)."""
+
+    def __init__(self, text: str, args: Mapping[str, Any]) -> None:
+        self.text = text
+        self.position = 0
+        self.repairs: bool = args.get("repairs", False)
+        self.constants = dict(_PYTHON_CONSTANTS)
+        if args.get("json_literals", True):
+            self.constants.update(_JSON_CONSTANTS)
+        self.separator: str = args.get("separator", "comma_or_newline")
+
+    def fail(self, expected: str) -> NoReturn:
+        found = self.text[self.position : self.position + 20]
+        raise ValueError(
+            f"python-calls: expected {expected} at offset {self.position}, found "
+            f"{_excerpt(found) if found else 'the end'}. Content: {_excerpt(self.text)}"
+        )
+
+    def skip(self, pattern: re.Pattern[str] = _SPACE) -> None:
+        match = pattern.match(self.text, self.position)
+        if match is not None:
+            self.position = match.end()
+
+    def peek(self, token: str) -> bool:
+        self.skip()
+        return self.text.startswith(token, self.position)
+
+    def take(self, token: str, expected: str | None = None) -> None:
+        if not self.peek(token):
+            self.fail(expected or repr(token))
+        self.position += len(token)
+
+    def at_end(self) -> bool:
+        self.skip()
+        return self.position >= len(self.text)
+
+    def read_calls(self, closer: str | None) -> list[Call]:
+        """Calls up to ``closer`` (or the end of the text), split by the configured separator."""
+        calls: list[Call] = []
+        while True:
+            if (closer is None and self.at_end()) or (closer is not None and self.peek(closer)):
+                return calls
+            calls.append(self.read_call(len(calls)))
+            if not self.read_separator():
+                if closer is None and not self.at_end():
+                    self.fail("a separator between calls")
+                if closer is not None and not self.peek(closer):
+                    self.fail(f"',' or {closer!r}")
+
+    def read_separator(self) -> bool:
+        """Consume the separator after a call; False when the configured one is not there."""
+        start = self.position
+        self.skip()
+        newline = "\n" in self.text[start : self.position]
+        if self.text.startswith(",", self.position) and self.separator != "newline":
+            self.position += 1
+            return True
+        return newline and self.separator != "comma"
+
+    def read_call(self, index: int) -> Call:
+        self.skip()
+        name = _NAME.match(self.text, self.position)
+        if name is None:
+            self.fail(f"the function name of call {index}")
+        self.position = name.end()
+        self.take("(", "'(' after the function name")
+        arguments: dict[str, Any] = {}
+        while not self.peek(")"):
+            self.skip()
+            key = _IDENTIFIER.match(self.text, self.position)
+            if key is None:
+                self.fail("a keyword argument (positional arguments are not supported)")
+            self.position = key.end()
+            self.take("=", "'=' after the keyword (positional arguments are not supported)")
+            if key[0] in arguments:
+                self.fail(f"a new keyword, not the repeated {key[0]!r}")
+            arguments[key[0]] = self.read_value(0)
+            if not self.peek(")"):
+                self.take(",", "',' or ')'")
+        self.position += 1
+        return {"name": name[0], "arguments": arguments}
+
+    def read_value(self, depth: int) -> Any:
+        if depth > _MAX_DEPTH:
+            self.fail(f"at most {_MAX_DEPTH} levels of nested lists and dicts")
+        self.skip()
+        if _STRING_START.match(self.text, self.position):
+            return self.read_strings()
+        for opener, closer in (("[", "]"), ("(", ")")):
+            if self.text.startswith(opener, self.position):
+                self.position += 1
+                return self.read_items(closer, lambda: self.read_value(depth + 1))
+        if self.text.startswith("{", self.position):
+            self.position += 1
+            return dict(self.read_items("}", lambda: self.read_pair(depth + 1)))
+        number = _NUMBER.match(self.text, self.position)
+        if number is not None:
+            return self.read_number(number)
+        word = _IDENTIFIER.match(self.text, self.position)
+        if word is not None and word[0] in self.constants:
+            self.position = word.end()
+            return self.constants[word[0]]
+        self.fail("a literal value (string, number, list, dict, tuple, True/False/None)")
+
+    def read_items(self, closer: str, read_item: Callable[[], Any]) -> list[Any]:
+        items: list[Any] = []
+        while not self.peek(closer):
+            items.append(read_item())
+            if not self.peek(closer):
+                self.take(",", f"',' or {closer!r}")
+        self.position += 1
+        return items
+
+    def read_pair(self, depth: int) -> tuple[str, Any]:
+        self.skip()
+        key = self.read_value(depth)
+        if isinstance(key, bool) or not isinstance(key, (str, int)):
+            self.fail("a string or integer dict key")
+        self.take(":", "':' after the dict key")
+        return str(key), self.read_value(depth)
+
+    def read_number(self, match: re.Match[str]) -> int | float:
+        literal = match[0]
+        digits = match["int"]
+        self.position = match.end()
+        if digits is not None:
+            if len(digits) > 1 and digits.startswith("0") and not self.repairs:
+                self.position = match.start()
+                self.fail("an integer without leading zeros (Python rejects them)")
+            return int(literal)
+        value = float(literal)
+        if math.isinf(value):
+            self.position = match.start()
+            self.fail("a finite number")
+        return value
+
+    def read_strings(self) -> str:
+        """One string literal, or several adjacent ones concatenated as Python does."""
+        parts = [self.read_string()]
+        while True:
+            saved = self.position
+            self.skip()
+            if not _STRING_START.match(self.text, self.position):
+                self.position = saved
+                return "".join(parts)
+            parts.append(self.read_string())
+
+    def read_string(self) -> str:
+        start = _STRING_START.match(self.text, self.position)
+        assert start is not None
+        quote, raw = start["quote"], start["prefix"] in ("r", "R")
+        self.position = start.end()
+        out: list[str] = []
+        while True:
+            if self.position >= len(self.text):
+                self.fail(f"the closing {quote}")
+            char = self.text[self.position]
+            if self.text.startswith(quote, self.position):
+                self.position += len(quote)
+                return "".join(out)
+            if char == "\n" and len(quote) == 1 and not self.repairs:
+                self.fail(f"the closing {quote} before the end of the line")
+            if char == "\\" and self.position + 1 < len(self.text):
+                out.append(self.text[self.position : self.position + 2] if raw else self.read_escape())
+                if raw:
+                    self.position += 2
+                continue
+            out.append(char)
+            self.position += 1
+
+    def read_escape(self) -> str:
+        code = self.text[self.position + 1]
+        if code in _ESCAPES:
+            self.position += 2
+            return _ESCAPES[code]
+        if code in _HEX_ESCAPES:
+            width = _HEX_ESCAPES[code]
+            digits = self.text[self.position + 2 : self.position + 2 + width]
+            if len(digits) != width or any(c not in "0123456789abcdefABCDEF" for c in digits):
+                self.fail(f"{width} hex digits after '\\{code}'")
+            value = int(digits, 16)
+            if value > 0x10FFFF or 0xD800 <= value <= 0xDFFF:
+                self.fail("a valid Unicode scalar value in the escape")
+            self.position += 2 + width
+            return chr(value)
+        self.position += 2  # Python keeps unknown escapes verbatim
+        return "\\" + code
+
+
+def _json_call_list(text: str) -> list[Call] | None:
+    """``text`` read as a JSON call list, or None when it is not JSON at all."""
+    try:
+        value = _DECODER.decode(text)
+    except (ValueError, RecursionError):
+        return None
+    items = value if isinstance(value, list) else [value]
+    return [
+        _normalise_call(item, index, {"decode_string_arguments": True}) for index, item in enumerate(items)
+    ]
+
+
+def parse_python_calls(body: str, args: Mapping[str, Any]) -> list[Call]:
+    """Tool calls written as Python calls with literal keyword arguments.
+
+    Reads ``[get_weather(city="Paris"), get_time()]`` (Llama 4, LFM2) and unbracketed calls one per
+    line (OLMo 3). Values: str (single, double or triple quotes, ``r``/``u`` prefixes, escapes,
+    adjacent literals concatenated), int, float, ``True/False/None``, list, tuple (→ list), dict
+    (string or int keys). ``content_args``: ``brackets`` (``required`` | ``optional`` | ``forbidden``,
+    default ``optional``); ``separator`` between calls (``comma`` | ``newline`` |
+    ``comma_or_newline``, default); ``json_literals`` (``true/false/null`` too, default true);
+    ``accept_json`` (a JSON list of ``{"name", "arguments"}`` objects is accepted as well, LFM2);
+    ``repairs`` (lax model-boundary repairs: a raw newline inside a quoted string is kept, integers
+    with leading zeros such as ``07`` are read as 7). Positional arguments are rejected.
+    """
+    text = body.strip()
+    if args.get("accept_json", False) and text[:1] in ("[", "{"):
+        calls = _json_call_list(text)
+        if calls is not None:
+            return calls
+    reader = _CallReader(text, args)
+    brackets = args.get("brackets", "optional")
+    bracketed = brackets != "forbidden" and reader.peek("[")
+    if brackets == "required" and not bracketed:
+        reader.fail("'[' (a bracketed call list)")
+    if bracketed:
+        reader.take("[")
+        calls = reader.read_calls("]")
+        reader.take("]")
+        if not reader.at_end():
+            reader.fail("the end of the region after ']'")
+        return calls
+    return reader.read_calls(None)
+
+
+def validate_python_calls_args(args: Mapping[str, Any]) -> None:
+    """Load-time check of ``python-calls`` content_args."""
+    _check_keys("python-calls", args, _PYTHON_CALLS_ARGS)
+    _check_choice("python-calls", args, "brackets", _BRACKETS)
+    _check_choice("python-calls", args, "separator", _SEPARATORS)
+
+
+register_content_parser(
+    "json-calls",
+    parse_json_calls,
+    validate_args=validate_json_calls_args,
+    description="JSON tool-call containers (array, lone object, object sequence, name-as-key) → [{name, arguments}]",
+)
+register_content_parser(
+    "python-calls",
+    parse_python_calls,
+    validate_args=validate_python_calls_args,
+    description="Python-literal call lists, bracketed or one call per line → [{name, arguments}]",
+)
+
+__all__ = ["parse_json_calls", "parse_python_calls", "validate_json_calls_args", "validate_python_calls_args"]

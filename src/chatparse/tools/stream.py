@@ -1,0 +1,496 @@
+"""``ArgumentStream``: an incremental JSON scanner for streamed tool-call arguments.
+
+A character state machine that keeps its state between chunks and never re-reads input:
+linear time. It fires ``on_key_completed`` per top-level key, streams one string key's
+decoded text through ``on_string_progress``, never raises from ``feed``/``finish`` and
+ends in an ``ArgumentStreamResult`` (``complete`` | ``truncated`` | ``invalid``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from chatparse.tools.errors import ArgumentStreamError
+from chatparse.tools.near_json import MAX_DEPTH
+
+Status = Literal["complete", "truncated", "invalid"]
+KeyCallback = Callable[[str, Any], object]
+ProgressCallback = Callable[[str, str], object]
+
+END_REASONS = frozenset({"stop", "tool_calls", "function_call", "end_turn", "tool_use", "stop_sequence"})
+CUT_REASONS = frozenset({"length", "max_tokens", "max_output_tokens", "content_filter"})
+
+_WS = re.compile(r"[ \t\n\r]*")
+_STRING_STOP = re.compile(r'["\\]')
+_NUMBER_CHARS = re.compile(r"[0-9eE.+\-]*")
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?\Z")
+_HEX4 = re.compile(r"[0-9a-fA-F]{4}\Z")
+_SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_LITERALS: dict[str, tuple[str, Any]] = {"t": ("true", True), "f": ("false", False), "n": ("null", None)}
+
+# Scanner states. Each names what the next significant character may be.
+(_START, _VALUE, _KEY_OR_END, _KEY, _COLON, _VALUE_OR_END, _AFTER_VALUE,
+ _STRING, _ESCAPE, _NUMBER, _LITERAL, _DONE, _FAILED) = range(13)
+
+
+@dataclass(frozen=True)
+class ArgumentStreamResult:
+    """What a finished stream holds: for ``truncated``/``invalid``, only keys whose values closed."""
+
+    status: Status
+    arguments: dict[str, Any]
+    completed_keys: tuple[str, ...]
+    partial_key: str | None
+    received_chars: int
+    error: ArgumentStreamError | None = None
+    finish_reason: str | None = None
+    partial_text: str | None = field(default=None, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "complete"
+
+
+class ArgumentStream:
+    """Feed argument text in any chunks; ``finish(finish_reason)`` returns the result.
+
+    ``on_key_completed(key, value)`` fires once per top-level key, when its value and the
+    following ``,`` or ``}`` arrived (or at ``finish`` for a value that visibly closed).
+    ``on_string_progress(stream_key, text)`` receives the decoded pieces of that key's
+    string value while it arrives; their concatenation is the final value. A callback that
+    raises is not called again and the result becomes ``invalid`` (``callback_failed``).
+    """
+
+    def __init__(
+        self,
+        on_key_completed: KeyCallback | None = None,
+        on_string_progress: ProgressCallback | None = None,
+        stream_key: str | None = None,
+        *,
+        max_depth: int = MAX_DEPTH,
+    ) -> None:
+        self.on_key_completed = on_key_completed
+        self.on_string_progress = on_string_progress
+        self.stream_key = stream_key
+        self.max_depth = max_depth
+        self._state = _START
+        self._arguments: dict[str, Any] = {}  # the top-level object, filled as values complete
+        self._containers: list[Any] = []  # open objects/arrays, outermost first
+        self._keys: list[str | None] = []  # the pending key of each open object
+        self._received = 0
+        self._chunk_start = 0  # offset of the current chunk, for error positions
+        self._error: ArgumentStreamError | None = None
+        self._callback_error: ArgumentStreamError | None = None
+        self._result: ArgumentStreamResult | None = None
+        self._completed: list[str] = []
+        self._pending: tuple[str, Any] | None = None  # top-level value closed, separator not yet seen
+        self._partial_key: str | None = None
+        self._init_string_state()
+        self._token: list[str] = []
+        self._literal = ""
+        self._handlers: list[Callable[[str, int], int]] = [
+            self._start, self._value, self._key_or_end, self._key, self._colon, self._value_or_end,
+            self._after_value, self._string, self._escape, self._number, self._literal_char,
+            self._done, self._failed,
+        ]
+
+    def _init_string_state(self) -> None:
+        self._parts: list[str] = []
+        self._emitted = 0  # parts already sent to on_string_progress
+        self._is_key = False
+        self._streaming = False
+        self._escape_buf = ""  # after a backslash: "" (expect escape char) or "u" plus hex digits
+        self._high_surrogate = 0
+
+    # --- public API -----------------------------------------------------------------
+
+    @property
+    def received_chars(self) -> int:
+        return self._received
+
+    @property
+    def completed_keys(self) -> tuple[str, ...]:
+        return tuple(self._completed)
+
+    def feed(self, chunk: str) -> None:
+        """Scan one chunk. Never raises; bad input makes the final result ``invalid``."""
+        if self._result is not None:
+            return  # finished: later text cannot change the result
+        if not isinstance(chunk, str):
+            self._fail("not_text", f"expected text chunks; found {type(chunk).__name__}", 0)
+            return
+        self._chunk_start = self._received
+        self._received += len(chunk)
+        try:
+            position, end, handlers = 0, len(chunk), self._handlers
+            while position < end:
+                position = handlers[self._state](chunk, position)
+            self._flush_progress()
+        except Exception as problem:  # a scanner bug must still not escape feed
+            self._fail("internal_error", f"scanner failure: {problem!r}", 0)
+
+    def finish(self, finish_reason: str | None = "stop") -> ArgumentStreamResult:
+        """End the stream. ``length`` (a cut) gives ``truncated``; never raises; idempotent."""
+        if self._result is None:
+            try:
+                self._result = self._final_result(finish_reason)
+            except Exception as problem:
+                self._fail("internal_error", f"scanner failure: {problem!r}", 0)
+                self._result = self._make_result("invalid", self._error, finish_reason)
+        return self._result
+
+    # --- structural states ----------------------------------------------------------
+
+    def _start(self, chunk: str, i: int) -> int:
+        i = _WS.match(chunk, i).end()  # type: ignore[union-attr]
+        if i < len(chunk):
+            if chunk[i] != "{":
+                return self._fail("not_an_object", f"expected '{{' to open the arguments object; found {chunk[i]!r}", i)
+            return self._open(chunk, i, self._arguments, _KEY_OR_END)
+        return i
+
+    def _value(self, chunk: str, i: int) -> int:
+        i = _WS.match(chunk, i).end()  # type: ignore[union-attr]
+        if i == len(chunk):
+            return i
+        char = chunk[i]
+        if char == '"':
+            self._begin_string(is_key=False)
+            return i + 1
+        if char == "{":
+            return self._open(chunk, i, {}, _KEY_OR_END)
+        if char == "[":
+            return self._open(chunk, i, [], _VALUE_OR_END)
+        if char == "-" or "0" <= char <= "9":
+            self._token = []
+            self._state = _NUMBER
+            return i
+        if char in _LITERALS:
+            self._literal = ""
+            self._state = _LITERAL
+            return i
+        return self._fail("unexpected_character", f"expected a JSON value; found {char!r}", i)
+
+    def _key_or_end(self, chunk: str, i: int) -> int:
+        i = _WS.match(chunk, i).end()  # type: ignore[union-attr]
+        if i < len(chunk) and chunk[i] == "}":
+            return self._close(chunk, i)
+        return self._key(chunk, i)
+
+    def _key(self, chunk: str, i: int) -> int:
+        i = _WS.match(chunk, i).end()  # type: ignore[union-attr]
+        if i == len(chunk):
+            return i
+        if chunk[i] != '"':
+            return self._fail("unexpected_character", f"expected a quoted key; found {chunk[i]!r}", i)
+        self._begin_string(is_key=True)
+        return i + 1
+
+    def _colon(self, chunk: str, i: int) -> int:
+        i = _WS.match(chunk, i).end()  # type: ignore[union-attr]
+        if i == len(chunk):
+            return i
+        if chunk[i] != ":":
+            return self._fail("unexpected_character", f"expected ':' after the key; found {chunk[i]!r}", i)
+        self._state = _VALUE
+        return i + 1
+
+    def _value_or_end(self, chunk: str, i: int) -> int:
+        i = _WS.match(chunk, i).end()  # type: ignore[union-attr]
+        if i < len(chunk) and chunk[i] == "]":
+            return self._close(chunk, i)
+        self._state = _VALUE
+        return i
+
+    def _after_value(self, chunk: str, i: int) -> int:
+        i = _WS.match(chunk, i).end()  # type: ignore[union-attr]
+        if i == len(chunk):
+            return i
+        char, in_object = chunk[i], isinstance(self._containers[-1], dict)
+        if char == ",":
+            self._commit_pending()
+            self._state = _KEY if in_object else _VALUE
+            return i + 1
+        if char == ("}" if in_object else "]"):
+            return self._close(chunk, i)
+        closer = "'}'" if in_object else "']'"
+        return self._fail("unexpected_character", f"expected ',' or {closer}; found {char!r}", i)
+
+    def _done(self, chunk: str, i: int) -> int:
+        i = _WS.match(chunk, i).end()  # type: ignore[union-attr]
+        if i < len(chunk):
+            return self._fail("trailing_text", f"expected nothing after the arguments object; found {chunk[i]!r}", i)
+        return i
+
+    def _failed(self, chunk: str, i: int) -> int:
+        return len(chunk)
+
+    def _open(self, chunk: str, i: int, container: Any, state: int) -> int:
+        if len(self._containers) >= self.max_depth:
+            return self._fail("too_deep", f"expected nesting of at most {self.max_depth} levels", i)
+        self._containers.append(container)
+        self._keys.append(None)
+        self._state = state
+        return i + 1
+
+    def _close(self, chunk: str, i: int) -> int:
+        if len(self._containers) == 1:
+            self._commit_pending()
+        container = self._containers.pop()
+        self._keys.pop()
+        if self._containers:
+            self._complete_value(container)
+        else:
+            self._state = _DONE
+        return i + 1
+
+    def _complete_value(self, value: Any) -> None:
+        parent = self._containers[-1]
+        if isinstance(parent, dict):
+            key = self._keys[-1]
+            parent[key] = value
+            if len(self._containers) == 1 and key is not None:
+                self._pending = (key, value)
+        else:
+            parent.append(value)
+        self._state = _AFTER_VALUE
+
+    # --- strings --------------------------------------------------------------------
+
+    def _begin_string(self, *, is_key: bool) -> None:
+        self._init_string_state()
+        self._is_key = is_key
+        self._streaming = (
+            not is_key
+            and len(self._containers) == 1
+            and self.stream_key is not None
+            and self._keys[-1] == self.stream_key
+            and self.on_string_progress is not None
+        )
+        self._state = _STRING
+
+    def _string(self, chunk: str, i: int) -> int:
+        stop = _STRING_STOP.search(chunk, i)
+        end = stop.start() if stop is not None else len(chunk)
+        if self._high_surrogate and (end != i or chunk[i] != "\\"):
+            return self._fail("invalid_unicode", "expected a low surrogate escape after a high surrogate", i)
+        if end > i:
+            self._parts.append(chunk[i:end])
+        if stop is None:
+            return end
+        if chunk[end] == '"':
+            self._end_string(chunk, end)
+            return end + 1
+        self._escape_buf = ""
+        self._state = _ESCAPE
+        return end + 1
+
+    def _escape(self, chunk: str, i: int) -> int:
+        if not self._escape_buf:
+            char = chunk[i]
+            if char == "u":
+                self._escape_buf = "u"
+                return i + 1
+            if char not in _SIMPLE_ESCAPES:
+                return self._fail("invalid_escape", f"expected a JSON escape; found '\\{char}'", i)
+            if self._high_surrogate:
+                return self._fail("invalid_unicode", "expected a low surrogate escape after a high surrogate", i)
+            self._parts.append(_SIMPLE_ESCAPES[char])
+            self._state = _STRING
+            return i + 1
+        taken = chunk[i : i + 5 - len(self._escape_buf)]
+        self._escape_buf += taken
+        if len(self._escape_buf) < 5:
+            return i + len(taken)
+        self._state = _STRING
+        self._decode_unicode_escape(self._escape_buf[1:], i)
+        return i + len(taken)
+
+    def _decode_unicode_escape(self, digits: str, i: int) -> None:
+        if not _HEX4.match(digits):
+            self._fail("invalid_escape", f"expected four hex digits after '\\u'; found {digits!r}", i)
+            return
+        code = int(digits, 16)
+        if self._high_surrogate:
+            if not 0xDC00 <= code <= 0xDFFF:
+                self._fail("invalid_unicode", "expected a low surrogate escape after a high surrogate", i)
+                return
+            code = 0x10000 + ((self._high_surrogate - 0xD800) << 10) + (code - 0xDC00)
+            self._high_surrogate = 0
+        elif 0xD800 <= code <= 0xDBFF:
+            self._high_surrogate = code  # held back until its low half arrives
+            return
+        elif 0xDC00 <= code <= 0xDFFF:
+            self._fail("invalid_unicode", f"found a lone low surrogate '\\u{digits}'", i)
+            return
+        self._parts.append(chr(code))
+
+    def _end_string(self, chunk: str, i: int) -> None:
+        if self._streaming:
+            self._flush_progress()
+        text = "".join(self._parts)
+        if not self._is_key:
+            self._complete_value(text)
+            return
+        parent = self._containers[-1]
+        if text in parent:
+            self._fail("duplicate_key", f"found the key {text!r} twice in one object", i)
+            return
+        self._keys[-1] = text
+        if len(self._containers) == 1:
+            self._partial_key = text
+        self._state = _COLON
+
+    def _flush_progress(self) -> None:
+        if not self._streaming or self._emitted == len(self._parts):
+            return
+        piece = "".join(self._parts[self._emitted :])
+        self._emitted = len(self._parts)
+        if piece and self.on_string_progress is not None and self.stream_key is not None:
+            self._call(self.on_string_progress, self.stream_key, piece)
+
+    # --- numbers and literals -------------------------------------------------------
+
+    def _number(self, chunk: str, i: int) -> int:
+        end = _NUMBER_CHARS.match(chunk, i).end()  # type: ignore[union-attr]
+        self._token.append(chunk[i:end])
+        if end == len(chunk):
+            return end  # the number may continue in the next chunk
+        text = "".join(self._token)
+        number = _read_number(text)
+        if number is None:
+            return self._fail("invalid_number", f"expected a finite JSON number; found {text!r}", i)
+        self._complete_value(number)
+        return end
+
+    def _literal_char(self, chunk: str, i: int) -> int:
+        word, value = _LITERALS[(self._literal or chunk[i])[0]]
+        taken = chunk[i : i + len(word) - len(self._literal)]
+        self._literal += taken
+        if not word.startswith(self._literal):
+            return self._fail("unexpected_character", f"expected {word!r}; found {self._literal!r}", i)
+        if self._literal == word:
+            self._complete_value(value)
+        return i + len(taken)
+
+    # --- completion, callbacks, failure -----------------------------------------------
+
+    def _commit_pending(self) -> None:
+        if self._pending is None:
+            return
+        key, value = self._pending
+        self._pending = None
+        self._partial_key = None
+        self._completed.append(key)
+        if self.on_key_completed is not None:
+            self._call(self.on_key_completed, key, value)
+
+    def _call(self, callback: Callable[[str, Any], object], key: str, value: Any) -> None:
+        if self._callback_error is not None:
+            return  # the consumer is in an unknown state: tell it nothing more
+        try:
+            callback(key, value)
+        except Exception as problem:
+            error = ArgumentStreamError(
+                f"The callback for key {key!r} raised {type(problem).__name__}: {problem}",
+                code="callback_failed", key=key, offset=self._received, exception=problem,
+            )
+            error.__cause__ = problem
+            self._callback_error = error
+
+    def _fail(self, code: str, message: str, i: int) -> int:
+        if self._error is None:
+            offset = self._chunk_start + i
+            self._error = ArgumentStreamError(
+                f"Invalid arguments JSON at offset {offset}: {message}.", code=code,
+                key=self._partial_key, offset=offset,
+            )
+        self._state = _FAILED  # its handler swallows the rest of every chunk
+        self._streaming = False
+        return i
+
+    # --- the result -----------------------------------------------------------------
+
+    def _final_result(self, finish_reason: str | None) -> ArgumentStreamResult:
+        if self._error is None:
+            self._commit_pending_at_end()
+        if self._error is not None:
+            return self._make_result("invalid", self._error, finish_reason)
+        if self._callback_error is not None:
+            return self._make_result("invalid", self._callback_error, finish_reason)
+        if finish_reason in CUT_REASONS:
+            return self._make_result("truncated", self._truncation_error(finish_reason), finish_reason)
+        if finish_reason is not None and finish_reason not in END_REASONS:
+            error = ArgumentStreamError(
+                f"Unknown finish_reason {finish_reason!r}; expected one of "
+                f"{sorted(END_REASONS | CUT_REASONS)}.", code="unknown_finish_reason",
+            )
+            return self._make_result("invalid", error, finish_reason)
+        if self._state == _DONE:
+            return self._make_result("complete", None, finish_reason)
+        return self._make_result("invalid", self._incomplete_error(), finish_reason)
+
+    def _commit_pending_at_end(self) -> None:
+        """A value whose closing quote/bracket arrived is whole even without a following comma."""
+        if self._state == _AFTER_VALUE or self._state == _DONE:
+            self._commit_pending()
+
+    def _truncation_error(self, finish_reason: str) -> ArgumentStreamError:
+        where = f" inside the value of {self._partial_key!r}" if self._partial_key else ""
+        return ArgumentStreamError(
+            f"The output was cut (finish_reason={finish_reason!r}){where} after {self._received} characters; "
+            f"completed keys: {self._completed}.",
+            code="truncated_arguments", key=self._partial_key, offset=self._received,
+        )
+
+    def _incomplete_error(self) -> ArgumentStreamError:
+        if self._state == _START:
+            return ArgumentStreamError(
+                "Expected an arguments object; found no text.", code="empty_arguments", offset=self._received
+            )
+        where = f" inside the value of {self._partial_key!r}" if self._partial_key else ""
+        return ArgumentStreamError(
+            f"The arguments ended before the object closed{where} (offset {self._received}).",
+            code="incomplete_arguments", key=self._partial_key, offset=self._received,
+        )
+
+    def _make_result(self, status: Status, error: ArgumentStreamError | None, reason: str | None) -> ArgumentStreamResult:
+        if status == "complete":
+            arguments = dict(self._arguments)
+        else:
+            arguments = {key: self._arguments[key] for key in self._completed}
+        return ArgumentStreamResult(
+            status=status,
+            arguments=arguments,
+            completed_keys=tuple(self._completed),
+            partial_key=None if status == "complete" else self._partial_key,
+            received_chars=self._received,
+            error=error,
+            finish_reason=reason,
+            partial_text=self._partial_string(),
+        )
+
+    def _partial_string(self) -> str | None:
+        in_string = self._state in (_STRING, _ESCAPE) and not self._is_key
+        if in_string and len(self._containers) == 1:
+            return "".join(self._parts)
+        return None
+
+
+def _read_number(text: str) -> int | float | None:
+    if not _JSON_NUMBER.match(text):
+        return None
+    try:
+        number: int | float = float(text) if any(c in text for c in ".eE") else int(text)
+    except ValueError:  # more digits than Python converts
+        return None
+    if isinstance(number, float) and not math.isfinite(number):
+        return None
+    return number
+
+
+__all__ = ["CUT_REASONS", "END_REASONS", "ArgumentStream", "ArgumentStreamResult"]

@@ -64,6 +64,14 @@ def find_argument_issues(
     return coercer.arguments(arguments), coercer.issues
 
 
+def coerce_value(
+    value: Any, schema: Mapping[str, Any], *, path: Sequence[PathPart] = (), root: Mapping[str, Any] | None = None
+) -> tuple[Any, list[ToolArgumentError]]:
+    """Coerce one value against one property schema (``root`` resolves ``$ref``): value and issues."""
+    coercer = _Coercer(schema if root is None else root)
+    return coercer.value(value, schema, tuple(path)), coercer.issues
+
+
 class _Coercer:
     """One coercion pass: walks value and schema together, collecting issues and fixes."""
 
@@ -391,4 +399,4 @@ def _closest(value: Any, allowed: list[Any]) -> str:
     return f" Did you mean {json.dumps(match, ensure_ascii=False)}? (Not applied: choices must match exactly.)" if match else ""
 
 
-__all__ = ["Coercion", "coerce_arguments", "describe_schema", "find_argument_issues", "schema_types"]
+__all__ = ["Coercion", "coerce_arguments", "coerce_value", "describe_schema", "find_argument_issues", "schema_types"]

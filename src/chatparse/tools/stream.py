@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from chatparse.errors import ChatparseError
 from chatparse.tools.errors import ArgumentStreamError
 from chatparse.tools.near_json import MAX_DEPTH
 
@@ -39,14 +40,18 @@ _LITERALS: dict[str, tuple[str, Any]] = {"t": ("true", True), "f": ("false", Fal
 
 @dataclass(frozen=True)
 class ArgumentStreamResult:
-    """What a finished stream holds: for ``truncated``/``invalid``, only keys whose values closed."""
+    """What a finished stream holds: for ``truncated``/``invalid``, only keys whose values closed.
+
+    ``partial_key`` is the top-level key whose value was still arriving, ``partial_text`` the
+    decoded text that arrived for it when that value is a string (provisional, never final).
+    """
 
     status: Status
     arguments: dict[str, Any]
     completed_keys: tuple[str, ...]
     partial_key: str | None
     received_chars: int
-    error: ArgumentStreamError | None = None
+    error: ChatparseError | None = None
     finish_reason: str | None = None
     partial_text: str | None = field(default=None, repr=False)
 
@@ -55,14 +60,151 @@ class ArgumentStreamResult:
         return self.status == "complete"
 
 
-class ArgumentStream:
-    """Feed argument text in any chunks; ``finish(finish_reason)`` returns the result.
+class KeyedStream:
+    """What every per-key argument stream shares: callbacks, completion bookkeeping, ``finish``."""
+
+    def __init__(
+        self,
+        on_key_completed: KeyCallback | None,
+        on_string_progress: ProgressCallback | None,
+        stream_key: str | None,
+    ) -> None:
+        self.on_key_completed = on_key_completed
+        self.on_string_progress = on_string_progress
+        self.stream_key = stream_key
+        self._received = 0
+        self._arguments: dict[str, Any] = {}  # top-level values, filled as they complete
+        self._completed: list[str] = []
+        self._partial_key: str | None = None
+        self._error: ChatparseError | None = None
+        self._callback_error: ArgumentStreamError | None = None
+        self._result: ArgumentStreamResult | None = None
+
+    @property
+    def received_chars(self) -> int:
+        return self._received
+
+    @property
+    def completed_keys(self) -> tuple[str, ...]:
+        return tuple(self._completed)
+
+    def finish(self, finish_reason: str | None = "stop") -> ArgumentStreamResult:
+        """End the stream. A cut (``length``) gives ``truncated``; never raises; idempotent."""
+        if self._result is None:
+            try:
+                self._result = self._final_result(finish_reason)
+            except Exception as problem:
+                self._set_error(ArgumentStreamError(f"Scanner failure: {problem!r}", code="internal_error"))
+                self._result = self._make_result("invalid", self._error, finish_reason)
+        return self._result
+
+    # --- hooks for the concrete scanners ----------------------------------------------
+
+    def _closed(self) -> bool:
+        """Whether the argument text ended cleanly (nothing left open)."""
+        raise NotImplementedError
+
+    def _started(self) -> bool:
+        """Whether any significant text arrived."""
+        raise NotImplementedError
+
+    def _close_at_end(self) -> None:
+        """Commit whatever is whole at the end of input (called only when no error occurred)."""
+
+    def _partial_text(self) -> str | None:
+        return None
+
+    # --- shared bookkeeping -----------------------------------------------------------
+
+    def _complete_key(self, key: str, value: Any) -> None:
+        self._arguments[key] = value
+        self._completed.append(key)
+        self._partial_key = None
+        if self.on_key_completed is not None:
+            self._call(self.on_key_completed, key, value)
+
+    def _progress(self, piece: str) -> None:
+        if piece and self.on_string_progress is not None and self.stream_key is not None:
+            self._call(self.on_string_progress, self.stream_key, piece)
+
+    def _call(self, callback: Callable[[str, Any], object], key: str, value: Any) -> None:
+        if self._callback_error is not None:
+            return  # the consumer is in an unknown state: tell it nothing more
+        try:
+            callback(key, value)
+        except Exception as problem:
+            error = ArgumentStreamError(
+                f"The callback for key {key!r} raised {type(problem).__name__}: {problem}",
+                code="callback_failed", key=key, offset=self._received, exception=problem,
+            )
+            error.__cause__ = problem
+            self._callback_error = error
+
+    def _set_error(self, error: ChatparseError) -> None:
+        if self._error is None:
+            self._error = error
+
+    def _final_result(self, finish_reason: str | None) -> ArgumentStreamResult:
+        if self._error is None:
+            self._close_at_end()
+        if self._error is not None:
+            return self._make_result("invalid", self._error, finish_reason)
+        if self._callback_error is not None:
+            return self._make_result("invalid", self._callback_error, finish_reason)
+        if finish_reason in CUT_REASONS:
+            return self._make_result("truncated", self._truncation_error(finish_reason), finish_reason)
+        if finish_reason is not None and finish_reason not in END_REASONS:
+            known = sorted(END_REASONS | CUT_REASONS)
+            error = ArgumentStreamError(
+                f"Unknown finish_reason {finish_reason!r}; expected one of {known}.", code="unknown_finish_reason"
+            )
+            return self._make_result("invalid", error, finish_reason)
+        if self._closed():
+            return self._make_result("complete", None, finish_reason)
+        return self._make_result("invalid", self._incomplete_error(), finish_reason)
+
+    def _where(self) -> str:
+        return f" inside the value of {self._partial_key!r}" if self._partial_key else ""
+
+    def _truncation_error(self, finish_reason: str) -> ArgumentStreamError:
+        return ArgumentStreamError(
+            f"The output was cut (finish_reason={finish_reason!r}){self._where()} after {self._received} "
+            f"characters; completed keys: {self._completed}.",
+            code="truncated_arguments", key=self._partial_key, offset=self._received,
+        )
+
+    def _incomplete_error(self) -> ArgumentStreamError:
+        if not self._started():
+            return ArgumentStreamError(
+                "Expected an arguments object; found no text.", code="empty_arguments", offset=self._received
+            )
+        return ArgumentStreamError(
+            f"The arguments ended before they were closed{self._where()} (offset {self._received}).",
+            code="incomplete_arguments", key=self._partial_key, offset=self._received,
+        )
+
+    def _make_result(self, status: Status, error: ChatparseError | None, reason: str | None) -> ArgumentStreamResult:
+        return ArgumentStreamResult(
+            status=status,
+            arguments={key: self._arguments[key] for key in self._completed},
+            completed_keys=tuple(self._completed),
+            partial_key=None if status == "complete" else self._partial_key,
+            received_chars=self._received,
+            error=error,
+            finish_reason=reason,
+            partial_text=None if status == "complete" else self._partial_text(),
+        )
+
+
+class ArgumentStream(KeyedStream):
+    """Feed JSON argument text in any chunks; ``finish(finish_reason)`` returns the result.
 
     ``on_key_completed(key, value)`` fires once per top-level key, when its value and the
     following ``,`` or ``}`` arrived (or at ``finish`` for a value that visibly closed).
     ``on_string_progress(stream_key, text)`` receives the decoded pieces of that key's
     string value while it arrives; their concatenation is the final value. A callback that
     raises is not called again and the result becomes ``invalid`` (``callback_failed``).
+    Raw control characters inside strings are kept, as ``json.loads(strict=False)`` does.
     """
 
     def __init__(
@@ -73,22 +215,13 @@ class ArgumentStream:
         *,
         max_depth: int = MAX_DEPTH,
     ) -> None:
-        self.on_key_completed = on_key_completed
-        self.on_string_progress = on_string_progress
-        self.stream_key = stream_key
+        super().__init__(on_key_completed, on_string_progress, stream_key)
         self.max_depth = max_depth
         self._state = _START
-        self._arguments: dict[str, Any] = {}  # the top-level object, filled as values complete
-        self._containers: list[Any] = []  # open objects/arrays, outermost first
+        self._containers: list[Any] = []  # open objects/arrays, outermost (the arguments) first
         self._keys: list[str | None] = []  # the pending key of each open object
-        self._received = 0
         self._chunk_start = 0  # offset of the current chunk, for error positions
-        self._error: ArgumentStreamError | None = None
-        self._callback_error: ArgumentStreamError | None = None
-        self._result: ArgumentStreamResult | None = None
-        self._completed: list[str] = []
-        self._pending: tuple[str, Any] | None = None  # top-level value closed, separator not yet seen
-        self._partial_key: str | None = None
+        self._pending: tuple[str, Any] | None = None  # a top-level value closed, separator not yet seen
         self._init_string_state()
         self._token: list[str] = []
         self._literal = ""
@@ -103,18 +236,8 @@ class ArgumentStream:
         self._emitted = 0  # parts already sent to on_string_progress
         self._is_key = False
         self._streaming = False
-        self._escape_buf = ""  # after a backslash: "" (expect escape char) or "u" plus hex digits
+        self._escape_buf = ""  # after a backslash: "" (expect the escape letter) or "u" + hex digits
         self._high_surrogate = 0
-
-    # --- public API -----------------------------------------------------------------
-
-    @property
-    def received_chars(self) -> int:
-        return self._received
-
-    @property
-    def completed_keys(self) -> tuple[str, ...]:
-        return tuple(self._completed)
 
     def feed(self, chunk: str) -> None:
         """Scan one chunk. Never raises; bad input makes the final result ``invalid``."""
@@ -133,28 +256,18 @@ class ArgumentStream:
         except Exception as problem:  # a scanner bug must still not escape feed
             self._fail("internal_error", f"scanner failure: {problem!r}", 0)
 
-    def finish(self, finish_reason: str | None = "stop") -> ArgumentStreamResult:
-        """End the stream. ``length`` (a cut) gives ``truncated``; never raises; idempotent."""
-        if self._result is None:
-            try:
-                self._result = self._final_result(finish_reason)
-            except Exception as problem:
-                self._fail("internal_error", f"scanner failure: {problem!r}", 0)
-                self._result = self._make_result("invalid", self._error, finish_reason)
-        return self._result
-
     # --- structural states ----------------------------------------------------------
 
     def _start(self, chunk: str, i: int) -> int:
-        i = _WS.match(chunk, i).end()  # type: ignore[union-attr]
-        if i < len(chunk):
-            if chunk[i] != "{":
-                return self._fail("not_an_object", f"expected '{{' to open the arguments object; found {chunk[i]!r}", i)
-            return self._open(chunk, i, self._arguments, _KEY_OR_END)
-        return i
+        i = _skip_ws(chunk, i)
+        if i == len(chunk):
+            return i
+        if chunk[i] != "{":
+            return self._fail("not_an_object", f"expected '{{' to open the arguments object; found {chunk[i]!r}", i)
+        return self._open(i, self._arguments, _KEY_OR_END)
 
     def _value(self, chunk: str, i: int) -> int:
-        i = _WS.match(chunk, i).end()  # type: ignore[union-attr]
+        i = _skip_ws(chunk, i)
         if i == len(chunk):
             return i
         char = chunk[i]
@@ -162,9 +275,9 @@ class ArgumentStream:
             self._begin_string(is_key=False)
             return i + 1
         if char == "{":
-            return self._open(chunk, i, {}, _KEY_OR_END)
+            return self._open(i, {}, _KEY_OR_END)
         if char == "[":
-            return self._open(chunk, i, [], _VALUE_OR_END)
+            return self._open(i, [], _VALUE_OR_END)
         if char == "-" or "0" <= char <= "9":
             self._token = []
             self._state = _NUMBER
@@ -176,13 +289,13 @@ class ArgumentStream:
         return self._fail("unexpected_character", f"expected a JSON value; found {char!r}", i)
 
     def _key_or_end(self, chunk: str, i: int) -> int:
-        i = _WS.match(chunk, i).end()  # type: ignore[union-attr]
+        i = _skip_ws(chunk, i)
         if i < len(chunk) and chunk[i] == "}":
-            return self._close(chunk, i)
+            return self._close(i)
         return self._key(chunk, i)
 
     def _key(self, chunk: str, i: int) -> int:
-        i = _WS.match(chunk, i).end()  # type: ignore[union-attr]
+        i = _skip_ws(chunk, i)
         if i == len(chunk):
             return i
         if chunk[i] != '"':
@@ -191,7 +304,7 @@ class ArgumentStream:
         return i + 1
 
     def _colon(self, chunk: str, i: int) -> int:
-        i = _WS.match(chunk, i).end()  # type: ignore[union-attr]
+        i = _skip_ws(chunk, i)
         if i == len(chunk):
             return i
         if chunk[i] != ":":
@@ -200,14 +313,14 @@ class ArgumentStream:
         return i + 1
 
     def _value_or_end(self, chunk: str, i: int) -> int:
-        i = _WS.match(chunk, i).end()  # type: ignore[union-attr]
+        i = _skip_ws(chunk, i)
         if i < len(chunk) and chunk[i] == "]":
-            return self._close(chunk, i)
+            return self._close(i)
         self._state = _VALUE
         return i
 
     def _after_value(self, chunk: str, i: int) -> int:
-        i = _WS.match(chunk, i).end()  # type: ignore[union-attr]
+        i = _skip_ws(chunk, i)
         if i == len(chunk):
             return i
         char, in_object = chunk[i], isinstance(self._containers[-1], dict)
@@ -216,12 +329,12 @@ class ArgumentStream:
             self._state = _KEY if in_object else _VALUE
             return i + 1
         if char == ("}" if in_object else "]"):
-            return self._close(chunk, i)
+            return self._close(i)
         closer = "'}'" if in_object else "']'"
         return self._fail("unexpected_character", f"expected ',' or {closer}; found {char!r}", i)
 
     def _done(self, chunk: str, i: int) -> int:
-        i = _WS.match(chunk, i).end()  # type: ignore[union-attr]
+        i = _skip_ws(chunk, i)
         if i < len(chunk):
             return self._fail("trailing_text", f"expected nothing after the arguments object; found {chunk[i]!r}", i)
         return i
@@ -229,7 +342,7 @@ class ArgumentStream:
     def _failed(self, chunk: str, i: int) -> int:
         return len(chunk)
 
-    def _open(self, chunk: str, i: int, container: Any, state: int) -> int:
+    def _open(self, i: int, container: Any, state: int) -> int:
         if len(self._containers) >= self.max_depth:
             return self._fail("too_deep", f"expected nesting of at most {self.max_depth} levels", i)
         self._containers.append(container)
@@ -237,7 +350,7 @@ class ArgumentStream:
         self._state = state
         return i + 1
 
-    def _close(self, chunk: str, i: int) -> int:
+    def _close(self, i: int) -> int:
         if len(self._containers) == 1:
             self._commit_pending()
         container = self._containers.pop()
@@ -250,14 +363,19 @@ class ArgumentStream:
 
     def _complete_value(self, value: Any) -> None:
         parent = self._containers[-1]
-        if isinstance(parent, dict):
-            key = self._keys[-1]
-            parent[key] = value
-            if len(self._containers) == 1 and key is not None:
-                self._pending = (key, value)
+        if parent is self._arguments:
+            self._pending = (self._keys[-1] or "", value)  # committed at the separator
+        elif isinstance(parent, dict):
+            parent[self._keys[-1]] = value
         else:
             parent.append(value)
         self._state = _AFTER_VALUE
+
+    def _commit_pending(self) -> None:
+        if self._pending is not None:
+            key, value = self._pending
+            self._pending = None
+            self._complete_key(key, value)
 
     # --- strings --------------------------------------------------------------------
 
@@ -283,7 +401,7 @@ class ArgumentStream:
         if stop is None:
             return end
         if chunk[end] == '"':
-            self._end_string(chunk, end)
+            self._end_string(end)
             return end + 1
         self._escape_buf = ""
         self._state = _ESCAPE
@@ -304,10 +422,9 @@ class ArgumentStream:
             return i + 1
         taken = chunk[i : i + 5 - len(self._escape_buf)]
         self._escape_buf += taken
-        if len(self._escape_buf) < 5:
-            return i + len(taken)
-        self._state = _STRING
-        self._decode_unicode_escape(self._escape_buf[1:], i)
+        if len(self._escape_buf) == 5:
+            self._state = _STRING
+            self._decode_unicode_escape(self._escape_buf[1:], i)
         return i + len(taken)
 
     def _decode_unicode_escape(self, digits: str, i: int) -> None:
@@ -329,29 +446,27 @@ class ArgumentStream:
             return
         self._parts.append(chr(code))
 
-    def _end_string(self, chunk: str, i: int) -> None:
-        if self._streaming:
-            self._flush_progress()
+    def _end_string(self, i: int) -> None:
+        self._flush_progress()
         text = "".join(self._parts)
         if not self._is_key:
             self._complete_value(text)
             return
         parent = self._containers[-1]
-        if text in parent:
+        pending_key = self._pending[0] if self._pending and parent is self._arguments else None
+        if text in parent or text == pending_key:
             self._fail("duplicate_key", f"found the key {text!r} twice in one object", i)
             return
         self._keys[-1] = text
-        if len(self._containers) == 1:
+        if parent is self._arguments:
             self._partial_key = text
         self._state = _COLON
 
     def _flush_progress(self) -> None:
-        if not self._streaming or self._emitted == len(self._parts):
-            return
-        piece = "".join(self._parts[self._emitted :])
-        self._emitted = len(self._parts)
-        if piece and self.on_string_progress is not None and self.stream_key is not None:
-            self._call(self.on_string_progress, self.stream_key, piece)
+        if self._streaming and self._emitted < len(self._parts):
+            piece = "".join(self._parts[self._emitted :])
+            self._emitted = len(self._parts)
+            self._progress(piece)
 
     # --- numbers and literals -------------------------------------------------------
 
@@ -377,108 +492,35 @@ class ArgumentStream:
             self._complete_value(value)
         return i + len(taken)
 
-    # --- completion, callbacks, failure -----------------------------------------------
-
-    def _commit_pending(self) -> None:
-        if self._pending is None:
-            return
-        key, value = self._pending
-        self._pending = None
-        self._partial_key = None
-        self._completed.append(key)
-        if self.on_key_completed is not None:
-            self._call(self.on_key_completed, key, value)
-
-    def _call(self, callback: Callable[[str, Any], object], key: str, value: Any) -> None:
-        if self._callback_error is not None:
-            return  # the consumer is in an unknown state: tell it nothing more
-        try:
-            callback(key, value)
-        except Exception as problem:
-            error = ArgumentStreamError(
-                f"The callback for key {key!r} raised {type(problem).__name__}: {problem}",
-                code="callback_failed", key=key, offset=self._received, exception=problem,
-            )
-            error.__cause__ = problem
-            self._callback_error = error
+    # --- failure and the end ----------------------------------------------------------
 
     def _fail(self, code: str, message: str, i: int) -> int:
-        if self._error is None:
-            offset = self._chunk_start + i
-            self._error = ArgumentStreamError(
-                f"Invalid arguments JSON at offset {offset}: {message}.", code=code,
-                key=self._partial_key, offset=offset,
-            )
+        offset = self._chunk_start + i
+        self._set_error(ArgumentStreamError(
+            f"Invalid arguments JSON at offset {offset}: {message}.", code=code, key=self._partial_key, offset=offset
+        ))
         self._state = _FAILED  # its handler swallows the rest of every chunk
         self._streaming = False
         return i
 
-    # --- the result -----------------------------------------------------------------
+    def _closed(self) -> bool:
+        return self._state == _DONE
 
-    def _final_result(self, finish_reason: str | None) -> ArgumentStreamResult:
-        if self._error is None:
-            self._commit_pending_at_end()
-        if self._error is not None:
-            return self._make_result("invalid", self._error, finish_reason)
-        if self._callback_error is not None:
-            return self._make_result("invalid", self._callback_error, finish_reason)
-        if finish_reason in CUT_REASONS:
-            return self._make_result("truncated", self._truncation_error(finish_reason), finish_reason)
-        if finish_reason is not None and finish_reason not in END_REASONS:
-            error = ArgumentStreamError(
-                f"Unknown finish_reason {finish_reason!r}; expected one of "
-                f"{sorted(END_REASONS | CUT_REASONS)}.", code="unknown_finish_reason",
-            )
-            return self._make_result("invalid", error, finish_reason)
-        if self._state == _DONE:
-            return self._make_result("complete", None, finish_reason)
-        return self._make_result("invalid", self._incomplete_error(), finish_reason)
+    def _started(self) -> bool:
+        return self._state != _START
 
-    def _commit_pending_at_end(self) -> None:
-        """A value whose closing quote/bracket arrived is whole even without a following comma."""
-        if self._state == _AFTER_VALUE or self._state == _DONE:
+    def _close_at_end(self) -> None:
+        """A value whose closing quote or bracket arrived is whole even without a separator."""
+        if self._state in (_AFTER_VALUE, _DONE):
             self._commit_pending()
 
-    def _truncation_error(self, finish_reason: str) -> ArgumentStreamError:
-        where = f" inside the value of {self._partial_key!r}" if self._partial_key else ""
-        return ArgumentStreamError(
-            f"The output was cut (finish_reason={finish_reason!r}){where} after {self._received} characters; "
-            f"completed keys: {self._completed}.",
-            code="truncated_arguments", key=self._partial_key, offset=self._received,
-        )
+    def _partial_text(self) -> str | None:
+        in_value_string = self._state in (_STRING, _ESCAPE) and not self._is_key
+        return "".join(self._parts) if in_value_string and len(self._containers) == 1 else None
 
-    def _incomplete_error(self) -> ArgumentStreamError:
-        if self._state == _START:
-            return ArgumentStreamError(
-                "Expected an arguments object; found no text.", code="empty_arguments", offset=self._received
-            )
-        where = f" inside the value of {self._partial_key!r}" if self._partial_key else ""
-        return ArgumentStreamError(
-            f"The arguments ended before the object closed{where} (offset {self._received}).",
-            code="incomplete_arguments", key=self._partial_key, offset=self._received,
-        )
 
-    def _make_result(self, status: Status, error: ArgumentStreamError | None, reason: str | None) -> ArgumentStreamResult:
-        if status == "complete":
-            arguments = dict(self._arguments)
-        else:
-            arguments = {key: self._arguments[key] for key in self._completed}
-        return ArgumentStreamResult(
-            status=status,
-            arguments=arguments,
-            completed_keys=tuple(self._completed),
-            partial_key=None if status == "complete" else self._partial_key,
-            received_chars=self._received,
-            error=error,
-            finish_reason=reason,
-            partial_text=self._partial_string(),
-        )
-
-    def _partial_string(self) -> str | None:
-        in_string = self._state in (_STRING, _ESCAPE) and not self._is_key
-        if in_string and len(self._containers) == 1:
-            return "".join(self._parts)
-        return None
+def _skip_ws(chunk: str, i: int) -> int:
+    return _WS.match(chunk, i).end()  # type: ignore[union-attr]
 
 
 def _read_number(text: str) -> int | float | None:
@@ -493,4 +535,4 @@ def _read_number(text: str) -> int | float | None:
     return number
 
 
-__all__ = ["CUT_REASONS", "END_REASONS", "ArgumentStream", "ArgumentStreamResult"]
+__all__ = ["CUT_REASONS", "END_REASONS", "ArgumentStream", "ArgumentStreamResult", "KeyedStream"]

@@ -129,7 +129,7 @@ def answer_question(
     turns = tuple(history or ())
 
     def build(blocks: Sequence[Block]) -> GenerationRequest:
-        return _request(version, question, blocks, turns, max_output_tokens, request_id)
+        return build_request(version, question, blocks, turns, max_output_tokens, request_id)
 
     selected = select_blocks(readable_blocks(candidate_blocks, user_scope), build, counter, budget)
     evidence = {block.source_id: block.text for block in selected}
@@ -138,14 +138,15 @@ def answer_question(
     return _run(generator, request, evidence, retry, versions)
 
 
-def _request(
+def build_request(
     prompt: PromptVersion,
     question: str,
     blocks: Sequence[Block],
     history: Sequence[Turn],
     max_output_tokens: int,
-    request_id: str | None,
+    request_id: str | None = None,
 ) -> GenerationRequest:
+    """The request for these blocks: instructions apart, documents serialized as data."""
     documents = [DocumentView(block.source_id, block.title, block.text) for block in blocks]
     return GenerationRequest(
         instructions=prompt.instructions,
@@ -271,6 +272,7 @@ __all__ = [
     "TokenCounter",
     "answer_question",
     "approximate_counter",
+    "build_request",
     "readable_blocks",
     "select_blocks",
     "tokenizer_counter",

@@ -15,7 +15,16 @@ from chatparse.answers.check import AnswerCheck, check_answer
 from chatparse.answers.model import STATUSES
 from chatparse.errors import UsageError
 
-_SIMPLE_ESCAPES: Final = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_SIMPLE_ESCAPES: Final = {
+    '"': '"',
+    "\\": "\\",
+    "/": "/",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+}
 _HEX: Final = frozenset("0123456789abcdefABCDEF")
 _TRACKED: Final = ("status", "answer")
 
@@ -154,7 +163,9 @@ class AnswerStream:
 
     def feed(self, chunk: str) -> ProvisionalView:
         if self._result is not None:
-            raise UsageError("expected feed() before finish(), found the stream already finished", code="stream_finished")
+            raise UsageError(
+                "expected feed() before finish(), found the stream already finished", code="stream_finished"
+            )
         self._chunks.append(chunk)
         self._scanner.feed(chunk)
         return self._scanner.view()

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from chatparse.engine.scanner import DelimiterScanner, Hit
-from chatparse.engine.tool_typing import coerce_tool_calls, tool_properties
+from chatparse.engine.tool_typing import coerce_tool_calls
 from chatparse.errors import (
     ChatparseError,
     ContentNestingError,
@@ -66,7 +66,7 @@ class ResponseParser:
         if on_malformed not in ("raise", "keep"):
             raise UsageError(f"on_malformed must be 'raise' or 'keep', found {on_malformed!r}", code="bad_option")
         self._on_malformed = on_malformed
-        self._tool_params = tool_properties(tools) if tools else {}
+        self._tool_params = _tool_properties(tools) if tools else {}
         self._buf = ""
         self._pos = 0
         self._version = 0
@@ -355,6 +355,12 @@ def run_content_parser(field: CompiledField, body: str) -> Any:
 def _short(exc: BaseException) -> str:
     text = str(exc)
     return text if len(text) <= 200 else text[:200] + "…"
+
+
+def _tool_properties(tools: Iterable[Any]) -> dict[str, dict[str, Any]]:
+    from chatparse.tools.schema import tool_parameter_properties  # pydantic-backed; loaded only when used
+
+    return tool_parameter_properties(tools)
 
 
 def _is_empty(value: Any) -> bool:

@@ -4,28 +4,8 @@ stay strings; duplicate keys merged into lists are cast item by item."""
 
 from __future__ import annotations
 
-import inspect
 import json
-from collections.abc import Callable, Iterable
 from typing import Any
-
-ToolLike = dict[str, Any] | Callable[..., Any]
-
-
-def tool_properties(tools: Iterable[Any] | None) -> dict[str, dict[str, Any]]:
-    """Map tool name -> its parameters' ``properties`` for OpenAI-style dicts and Python functions."""
-    out: dict[str, dict[str, Any]] = {}
-    for tool in tools or []:
-        if inspect.isfunction(tool) or inspect.ismethod(tool):
-            from chatparse.tools.schema import function_to_json_schema
-
-            tool = function_to_json_schema(tool)
-        fn = tool.get("function", tool) if isinstance(tool, dict) else None
-        if isinstance(fn, dict) and isinstance(fn.get("name"), str):
-            parameters = fn.get("parameters")
-            properties = parameters.get("properties") if isinstance(parameters, dict) else None
-            out[fn["name"]] = properties if isinstance(properties, dict) else {}
-    return out
 
 
 def schema_types(schema: Any) -> tuple[str, ...]:

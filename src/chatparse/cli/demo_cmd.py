@@ -1,0 +1,49 @@
+"""``chatparse demo``: stream a few shipped sample generations (three model formats) and show events and
+final messages. Offline and instant."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from importlib import resources
+from typing import Any
+
+from chatparse.engine.parser import ResponseParser
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("demo", help="parse shipped sample generations, offline")
+    p.add_argument("--chunk", type=int, default=8, help="characters per feed (default 8)")
+    p.set_defaults(func=run)
+
+
+def load_samples() -> list[dict[str, Any]]:
+    text = resources.files("chatparse.cli").joinpath("demo_samples.json").read_text(encoding="utf-8")
+    samples: list[dict[str, Any]] = json.loads(text)["samples"]
+    return samples
+
+
+def run(args: argparse.Namespace) -> int:
+    for number, sample in enumerate(load_samples(), 1):
+        print(f"== {number}. {sample['title']}")
+        parser = ResponseParser(sample["template"], sample["prefix"], tools=sample.get("tools"))
+        for event in parser.initial_events:
+            print("   (prefill)", _show(event))
+        output: str = sample["output"]
+        for i in range(0, len(output), max(1, args.chunk)):
+            for event in parser.feed(output[i : i + args.chunk]):
+                print("  ", _show(event))
+        message, final = parser.finalize()
+        for event in final:
+            print("  ", _show(event))
+        print("   message:", json.dumps(message, ensure_ascii=False))
+        print()
+    return 0
+
+
+def _show(event: dict[str, Any]) -> str:
+    if event["type"] == "region_chunk":
+        return f"chunk  {event['field']:<10} {event['text']!r}{'  (dirty)' if event['dirty'] else ''}"
+    if event["type"] == "region_close":
+        return f"close  {event['field']:<10} -> {json.dumps(event['value'], ensure_ascii=False)}"
+    return f"{event['type'].removeprefix('region_'):<6} {event['field']}"

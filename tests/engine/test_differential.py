@@ -1,0 +1,123 @@
+"""Differential tests: chatparse against transformers 5.24's reference parser on seeded random templates
+and outputs, for one feed, 1-character feeds and random chunkings. Zero divergences allowed."""
+
+from __future__ import annotations
+
+import random
+import signal
+from typing import Any
+
+import pytest
+
+import chatparse
+from tests.engine import differential as d
+
+reference = pytest.importorskip("transformers.utils.chat_parsing")
+
+SEEDS_PER_BATCH = 100
+BATCHES = 6  # 600 templates x 4 chunkings = 2400 cases in CI
+
+
+class _RefTimeout(Exception):
+    pass
+
+
+def _alarm(*_: Any) -> None:
+    raise _RefTimeout
+
+
+def _run_reference(template: Any, prefix: str, chunks: list[str], tools: Any = None) -> d.Outcome | None:
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(10)
+    try:
+        return d.run(reference.ResponseParser, template, prefix, chunks, tools)
+    except _RefTimeout:
+        return None  # the reference hung (it has no progress guarantee); counted, not compared
+    finally:
+        signal.alarm(0)
+
+
+@pytest.mark.parametrize("batch", range(BATCHES))
+def test_random_templates_match_reference(batch: int) -> None:
+    compared = hung = 0
+    failures: list[str] = []
+    for seed in range(batch * SEEDS_PER_BATCH, (batch + 1) * SEEDS_PER_BATCH):
+        rng = random.Random(seed)
+        template = d.random_template(rng)
+        chatparse.load_template(template)  # every generated template is valid
+        output = d.random_output(rng, template, rng.randint(5, 240))
+        prefix = d.random_prefix(rng, template)
+        for chunks in d.chunkings(rng, output):
+            ref = _run_reference(template, prefix, chunks)
+            if ref is None:
+                hung += 1
+                continue
+            diff = d.compare(d.run(chatparse.ResponseParser, template, prefix, chunks), ref)
+            compared += 1
+            if diff:
+                failures.append(f"seed {seed}: {diff[:400]}")
+    assert not failures, "\n".join(failures[:5])
+    assert compared >= SEEDS_PER_BATCH * 4 * 0.95, (compared, hung)
+
+
+TOOLS = [
+    {"type": "function", "function": {"name": "set_alarm", "parameters": {"type": "object", "properties": {
+        "hour": {"type": "integer"}, "ratio": {"type": "number"}, "enabled": {"type": "boolean"},
+        "label": {"type": "string"}, "tags": {"type": "array"}, "opts": {"type": "object"},
+        "maybe": {"type": ["integer", "null"]}, "either": {"anyOf": [{"type": "boolean"}, {"type": "integer"}]},
+        "nullable": {"type": "string", "nullable": True}}}}},
+    {"name": "bare", "parameters": {"type": "object", "properties": {"n": {"type": "number"}}}},
+]
+XML_TOOL_TEMPLATE = {
+    "start_anchor": "<|im_start|>assistant\n",
+    "fields": {
+        "tool_calls": {
+            "open_pattern": r"<tool_call>\s*<function=(?P<name>\w+)>",
+            "close": "</tool_call>",
+            "repeats": True,
+            "content": "xml-inline",
+            "content_args": {"tag_pattern": r"<parameter=(?P<key>\w+)>\s*(?P<value>.*?)\s*</parameter>",
+                             "merge_duplicates": True},
+            "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
+        },
+        "content": {"close": "<|im_end|>"},
+    },
+}
+VALUES = ["7", " 7 ", "3.0", "3.5", "1e3", "nan", "inf", "true", "False", "1", "0", "null", "None", "[1, 2]",
+          '{"a": 1}', "abc", "007", "", "1_000", "-2"]
+
+
+def test_tool_typing_matches_reference() -> None:
+    rng = random.Random(7)
+    keys = ["hour", "ratio", "enabled", "label", "tags", "opts", "maybe", "either", "nullable", "unknown", "n"]
+    failures = []
+    for case in range(300):
+        name = rng.choice(["set_alarm", "bare", "other"])
+        params = "".join(f"<parameter={rng.choice(keys)}>{rng.choice(VALUES)}</parameter>" for _ in range(rng.randint(1, 5)))
+        output = f"hi <tool_call><function={name}>{params}</tool_call> bye<|im_end|>"
+        chunks = [output] if case % 2 else list(output)
+        ours = d.run(chatparse.ResponseParser, XML_TOOL_TEMPLATE, "", chunks, TOOLS)
+        ref = _run_reference(XML_TOOL_TEMPLATE, "", chunks, TOOLS)
+        assert ref is not None
+        diff = d.compare(ours, ref)
+        if diff:
+            failures.append(f"{output!r}: {diff[:300]}")
+    assert not failures, "\n".join(failures[:5])
+
+
+def test_python_function_tools_match_reference() -> None:
+    def set_alarm(hour: int, enabled: bool, label: str | None = None) -> None:
+        """Set an alarm.
+
+        Args:
+            hour: The hour.
+            enabled: Whether it rings.
+            label: A label.
+        """
+
+    output = "<tool_call><function=set_alarm><parameter=hour>7</parameter><parameter=enabled>true</parameter>" \
+             "<parameter=label>None</parameter></tool_call>"
+    ours = chatparse.parse_response(output, XML_TOOL_TEMPLATE, prefix="", tools=[set_alarm])
+    ref = reference.parse_response(output, XML_TOOL_TEMPLATE, prefix="", tools=[set_alarm])
+    assert ours == ref
+    assert ours["tool_calls"][0]["function"]["arguments"] == {"hour": 7, "enabled": True, "label": None}

@@ -11,4 +11,7 @@ from chatparse.content.registry import (
 
 register_builtin_parsers()
 
+# Named extensions for formats the v1 builtins cannot express (imported for their registrations).
+from chatparse.content import extensions_a, extensions_b  # noqa: E402, F401
+
 __all__ = ["ContentParserSpec", "get_content_parser", "known_content_parsers", "register_content_parser"]

@@ -117,7 +117,9 @@ def parse_xml_inline_typed(text: str, args: Args) -> dict[str, Any]:
 def _check_xml_inline_typed(args: Args) -> None:
     _check_allowed(args, {"tag_pattern", "value_parsers", "default_parser"})
     if "tag_pattern" not in args:
-        raise ValueError("content_args.tag_pattern is required: a regex with named groups 'key', 'value', 'kind'")
+        raise ValueError(
+            "content_args.tag_pattern is required: a regex with named groups 'key', 'value', 'kind'"
+        )
     compiled = _check_regex(args, "tag_pattern")
     if not {"key", "value"} <= set(compiled.groupindex):
         raise ValueError("content_args.tag_pattern must have the named groups 'key' and 'value'")

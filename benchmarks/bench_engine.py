@@ -1,0 +1,10 @@
+"""Engine benchmark script: chatparse vs transformers' reference parser, same run. See
+``chatparse.benchmark`` for what is measured; ``--quick`` for a smoke run, ``--full`` for the slow
+reference rows."""
+
+import sys
+
+from chatparse.benchmark import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -130,3 +130,24 @@ __all__ = [
     "UsageError",
     "excerpt",
 ]
+
+
+class InvalidUtf8Error(OutputError):
+    """``feed_bytes`` got bytes that are not valid UTF-8 (``offset`` is the byte offset in the stream)."""
+
+    code = "invalid_utf8"
+
+
+class TruncatedUtf8Error(InvalidUtf8Error):
+    """The byte stream ended inside a multi-byte UTF-8 character."""
+
+    code = "truncated_utf8"
+
+
+class EngineFault(ChatparseError, RuntimeError):
+    """An unexpected exception inside the engine, wrapped so only ChatparseError leaves it (a bug: report it)."""
+
+    code = "engine_fault"
+
+
+__all__ += ["EngineFault", "InvalidUtf8Error", "TruncatedUtf8Error"]

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, overload
 
+from chatparse.engine.limits import Limits
 from chatparse.engine.parser import OnMalformed, ResponseParser
-from chatparse.errors import PrefixRequiredError
+from chatparse.errors import ChatparseError, EngineFault, PrefixRequiredError
 from chatparse.template.compile import load_template
 
 _UNSET: Any = object()
@@ -14,10 +15,11 @@ _UNSET: Any = object()
 
 @overload
 def parse_response(text: str, template: Any, *, prefix: str = ..., tools: Iterable[Any] | None = ...,
-                   on_malformed: OnMalformed = ...) -> dict[str, Any]: ...
+                   on_malformed: OnMalformed = ..., limits: Limits | None = ...) -> dict[str, Any]: ...
 @overload
 def parse_response(text: list[str], template: Any, *, prefix: str | list[str] = ...,
-                   tools: Iterable[Any] | None = ..., on_malformed: OnMalformed = ...) -> list[dict[str, Any]]: ...
+                   tools: Iterable[Any] | None = ..., on_malformed: OnMalformed = ...,
+                   limits: Limits | None = ...) -> list[dict[str, Any]]: ...
 
 
 def parse_response(
@@ -27,12 +29,27 @@ def parse_response(
     prefix: str | list[str] = _UNSET,
     tools: Iterable[Any] | None = None,
     on_malformed: OnMalformed = "raise",
+    limits: Limits | None = None,
 ) -> dict[str, Any] | list[dict[str, Any]]:
     """Parse a complete generation (or a list of them) into a message dict (or a list of them).
 
     ``prefix`` is required: the prompt the model saw (``prefix=""`` opts out). For a batch it may be one
-    string for all or a list with one prefix per generation.
+    string for all or a list with one prefix per generation. ``limits`` sets the regex time budgets and
+    the hold-back cap (``chatparse.engine.limits.Limits``). Only ``ChatparseError`` subclasses are raised.
     """
+    try:
+        return _parse(text, template, prefix, tools, on_malformed, limits)
+    except ChatparseError:
+        raise
+    except RecursionError as exc:
+        raise EngineFault(f"Input nested too deeply: {exc}", code="too_deep") from exc
+    except Exception as exc:
+        raise EngineFault(f"Unexpected {type(exc).__name__} while parsing: {str(exc)[:200]}",
+                          exception=type(exc).__name__) from exc
+
+
+def _parse(text: Any, template: Any, prefix: Any, tools: Iterable[Any] | None, on_malformed: OnMalformed,
+           limits: Limits | None) -> dict[str, Any] | list[dict[str, Any]]:
     compiled = load_template(template)  # the template is checked before the prefix
     if prefix is _UNSET or prefix is None:
         ResponseParser(compiled, None)  # raises the PrefixRequiredError with the full explanation
@@ -44,14 +61,15 @@ def parse_response(
                 f"parse_response got {len(text)} generations but {len(prefixes)} prefixes; pass one prefix "
                 "per generation or a single string for all", code="prefix_count_mismatch",
             )
-        return [_parse_one(t, compiled, p, tools, on_malformed) for t, p in zip(text, prefixes, strict=True)]
+        return [_parse_one(t, compiled, p, tools, on_malformed, limits) for t, p in zip(text, prefixes, strict=True)]
     if isinstance(prefix, list):
         raise PrefixRequiredError("a list of prefixes needs a list of generations", code="prefix_count_mismatch")
-    return _parse_one(text, compiled, prefix, tools, on_malformed)
+    return _parse_one(text, compiled, prefix, tools, on_malformed, limits)
 
 
-def _parse_one(text: str, template: Any, prefix: str, tools: Any, on_malformed: OnMalformed) -> dict[str, Any]:
-    parser = ResponseParser(template, prefix, tools=tools, on_malformed=on_malformed)
+def _parse_one(text: str, template: Any, prefix: str, tools: Any, on_malformed: OnMalformed,
+               limits: Limits | None) -> dict[str, Any]:
+    parser = ResponseParser(template, prefix, tools=tools, on_malformed=on_malformed, limits=limits)
     parser.feed(text)
     message, _ = parser.finalize()
     return message

@@ -7,19 +7,26 @@ proportion to its own chunk and the held-back tail, never to what came before.
 
 from __future__ import annotations
 
+import codecs
 import copy
 from collections.abc import Iterable
 from typing import Any, Literal
 
+import regex
+
+from chatparse.engine.limits import DEFAULT_LIMITS, Limits, RegexBudget
 from chatparse.engine.scanner import DelimiterScanner, Hit
 from chatparse.engine.tool_typing import coerce_tool_calls
 from chatparse.errors import (
     ChatparseError,
     ContentNestingError,
     ContentParseError,
+    EngineFault,
+    InvalidUtf8Error,
     MissingFieldError,
     OutputError,
     PrefixRequiredError,
+    TruncatedUtf8Error,
     UsageError,
     excerpt,
 )
@@ -54,8 +61,18 @@ class ResponseParser:
         *,
         tools: Iterable[Any] | None = None,
         on_malformed: OnMalformed = "raise",
+        limits: Limits | None = None,
     ) -> None:
         self._template: CompiledTemplate = load_template(template)
+        if limits is None:
+            limits = DEFAULT_LIMITS
+        elif not isinstance(limits, Limits):
+            raise UsageError(f"limits must be a chatparse Limits, found {type(limits).__name__}", code="bad_option")
+        self._limits = limits
+        self._budget = RegexBudget(limits)
+        self._hold_cap = limits.max_holdback + _longest_literal(self._template)
+        self._decoder: codecs.IncrementalDecoder | None = None
+        self._bytes_in = 0
         if prefix is None:
             raise PrefixRequiredError(
                 "ResponseParser/parse_response requires `prefix` (the chat prompt sent to the model before "
@@ -84,7 +101,12 @@ class ResponseParser:
         if not isinstance(prefix, str):
             raise InputTypeError(f"prefix must be a str, found {type(prefix).__name__}")
         if prefix:
-            self._consume_prefix(prefix)
+            try:
+                self._consume_prefix(prefix)
+            except ChatparseError:
+                raise
+            except Exception as exc:
+                raise _fault(exc) from exc
 
     # --- public API -----------------------------------------------------------------------------
 
@@ -92,11 +114,48 @@ class ResponseParser:
     def template(self) -> CompiledTemplate:
         return self._template
 
+    @property
+    def limits(self) -> Limits:
+        return self._limits
+
     def feed(self, text: str) -> list[Event]:
         """Add generated text; returns the events it completes (held-back text emits later)."""
         self._check_open()
         if not isinstance(text, str):
-            raise InputTypeError(f"feed() takes str, found {type(text).__name__}; decode bytes first")
+            raise InputTypeError(f"feed() takes str, found {type(text).__name__}; use feed_bytes() for bytes")
+        if self._decoder is not None and self._decoder.getstate()[0]:
+            raise UsageError("feed() called while feed_bytes() holds an incomplete UTF-8 sequence; feed the rest "
+                             "of its bytes first", code="mixed_feed")
+        try:
+            return self._feed(text)
+        except ChatparseError:
+            raise
+        except Exception as exc:
+            raise _fault(exc) from exc
+
+    def feed_bytes(self, data: bytes | bytearray | memoryview) -> list[Event]:
+        """Add generated UTF-8 bytes. A character split across calls is decoded once it is complete;
+        invalid UTF-8 raises ``InvalidUtf8Error`` (``finalize`` raises ``TruncatedUtf8Error`` for an
+        incomplete trailing sequence)."""
+        self._check_open()
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise InputTypeError(f"feed_bytes() takes bytes, found {type(data).__name__}; use feed() for str")
+        if self._decoder is None:
+            self._decoder = codecs.getincrementaldecoder("utf-8")("strict")
+        pending = len(self._decoder.getstate()[0])
+        try:
+            text = self._decoder.decode(data, final=False)
+        except UnicodeDecodeError as exc:
+            offset = self._bytes_in - pending + exc.start
+            raise InvalidUtf8Error(
+                f"Expected UTF-8 bytes, found an invalid sequence at byte {offset} of the stream "
+                f"({exc.reason}): {bytes(exc.object[exc.start : exc.start + 8])!r}", offset=offset,
+            ) from None
+        self._bytes_in += len(data)
+        return self.feed(text)
+
+    def _feed(self, text: str) -> list[Event]:
+        self._budget.start_feed()
         events: list[Event] = []
         if text:
             self._append(text)
@@ -118,7 +177,21 @@ class ResponseParser:
         """End the stream: flush held text, close open regions, return ``(message, events)``."""
         self._check_open()
         events: list[Event] = []
-        self._process(events, eos=True)
+        if self._decoder is not None:
+            pending = self._decoder.getstate()[0]
+            if pending:
+                self._finalized = True
+                raise TruncatedUtf8Error(
+                    f"Expected the byte stream to end on a complete UTF-8 character, found {len(pending)} "
+                    f"trailing byte(s) of an incomplete one: {pending!r}", offset=self._bytes_in - len(pending),
+                )
+        self._budget.start_feed()
+        try:
+            self._process(events, eos=True)
+        except ChatparseError:
+            raise
+        except Exception as exc:
+            raise _fault(exc) from exc
         self._finalized = True
         missing = [n for n, f in self._template.fields.items() if not f.optional and n not in self._output]
         if missing:
@@ -139,9 +212,9 @@ class ResponseParser:
                              code="parser_finalized")
 
     def _consume_prefix(self, prefix: str) -> None:
-        last_end = None
-        for m in self._template.start_anchor.pattern.finditer(prefix):
-            last_end = m.end()
+        anchor = self._template.start_anchor
+        self._budget.start_feed()
+        last_end = self._budget.run(_last_match_end, anchor.field, anchor.key, anchor.pattern, prefix)
         tail = prefix if last_end is None else prefix[last_end:]
         if tail:
             self._append(tail)
@@ -172,7 +245,7 @@ class ResponseParser:
         for f in fields.values():
             for kind, delim in ((_OPEN, f.open), (_CLOSE, f.close)):
                 if delim is not None:
-                    scanners[(kind, f.name)] = DelimiterScanner(delim)
+                    scanners[(kind, f.name)] = DelimiterScanner(delim, self._budget)
         idle = [(_OPEN, f, scanners[(_OPEN, f.name)]) for f in fields.values() if f.open is not None]
         if self._implicit is not None and fields[self._implicit].close is not None:
             idle.append((_CLOSE, fields[self._implicit], scanners[(_CLOSE, self._implicit)]))
@@ -205,6 +278,10 @@ class ResponseParser:
             key = (hit.start, hit.start - hit.end, kind, field.name)
             if best_key is None or key < best_key:
                 best_key, best = key, (kind, field, hit)
+        if hold < len(buf) - self._hold_cap:
+            # Bounded hold-back: a delimiter still "forming" this far back is given up (see
+            # docs/compatibility.md); the text before the window goes to the current region.
+            hold = max(pos, len(buf) - self._hold_cap)
         if best is not None and best[2].start >= hold:
             best = None
         return best, hold
@@ -345,7 +422,8 @@ def run_content_parser(field: CompiledField, body: str) -> Any:
             f"Field '{field.name}': the {parser.name} parser found the region nested too deeply to parse "
             f"(region {excerpt(body)})", field=field.name, parser=parser.name,
         ) from None
-    except (ValueError, TypeError, KeyError, AttributeError, IndexError, OverflowError) as exc:
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError, OverflowError, regex.error,
+            TimeoutError) as exc:
         raise ContentParseError(
             f"Field '{field.name}': the {parser.name} parser could not parse the region: {_short(exc)} "
             f"(region {excerpt(body)})", field=field.name, parser=parser.name,
@@ -355,6 +433,26 @@ def run_content_parser(field: CompiledField, body: str) -> Any:
 def _short(exc: BaseException) -> str:
     text = str(exc)
     return text if len(text) <= 200 else text[:200] + "…"
+
+
+def _last_match_end(pattern: Any, text: str, *, timeout: float) -> int | None:
+    last_end = None
+    for m in pattern.finditer(text, timeout=timeout):
+        last_end = m.end()
+    return last_end
+
+
+def _longest_literal(template: CompiledTemplate) -> int:
+    delims = [d for f in template.fields.values() for d in (f.open, f.close) if d is not None]
+    return max((d.longest_literal for d in delims), default=0)
+
+
+def _fault(exc: Exception) -> ChatparseError:
+    """An unexpected exception inside the engine, as a named error (the original is chained)."""
+    if isinstance(exc, RecursionError):
+        return ContentNestingError(f"Input nested too deeply for the engine: {_short(exc)}")
+    return EngineFault(f"Unexpected {type(exc).__name__} inside the parser: {_short(exc)}",
+                       exception=type(exc).__name__)
 
 
 def _tool_properties(tools: Iterable[Any]) -> dict[str, dict[str, Any]]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from chatparse.engine.limits import DEFAULT_LIMITS, RegexBudget
 from chatparse.template.compile import Delimiter
 
 # How far past a regex match the "could it still grow" check looks (see docs/compatibility.md).
@@ -32,11 +33,12 @@ class Hit:
 class DelimiterScanner:
     """Finds one delimiter in a growing buffer, remembering where it cannot occur."""
 
-    __slots__ = ("_cache", "_cache_from", "_cache_key", "_first", "_frontier", "_prefixes", "_stable", "delim",
-                 "longest")
+    __slots__ = ("_budget", "_cache", "_cache_from", "_cache_key", "_first", "_frontier", "_prefixes", "_stable",
+                 "delim", "longest")
 
-    def __init__(self, delim: Delimiter) -> None:
+    def __init__(self, delim: Delimiter, budget: RegexBudget | None = None) -> None:
         self.delim = delim
+        self._budget = budget if budget is not None else RegexBudget(DEFAULT_LIMITS)
         self.longest = delim.longest_literal
         self._prefixes = delim.prefixes
         self._first = delim.first
@@ -132,18 +134,51 @@ class DelimiterScanner:
         return None if info.looks_ahead else info.max_width
 
     def _search(self, buf: str, start: int, zw_block: int, partial: bool = False) -> Any:
-        pattern = self.delim.pattern
-        m = pattern.search(buf, start, partial=partial)
+        delim = self.delim
+        run = self._budget.run
+        m = run(delim.pattern.search, delim.field, delim.key, buf, start, partial=partial)
         # A zero-width open may fire once per position; past that it would loop forever.
         while m is not None and not m.partial and m.start() == m.end() == zw_block:
-            m = pattern.search(buf, zw_block + 1, partial=partial) if zw_block < len(buf) else None
+            m = run(delim.pattern.search, delim.field, delim.key, buf, zw_block + 1, partial=partial) \
+                if zw_block < len(buf) else None
         return m
 
     def _regex_partial(self, buf: str, pos: int, zw_block: int) -> Hit | None:
-        m = self._search(buf, max(pos, self._partial_floor(buf, pos)), zw_block, partial=True)
+        floor = self._partial_floor(buf, pos)
+        anchor = self.delim.info.anchor
+        if floor <= pos and anchor is not None:
+            return self._anchored_partial(buf, pos, zw_block, anchor)
+        return self._window_partial(buf, max(pos, floor), zw_block)
+
+    def _window_partial(self, buf: str, start: int, zw_block: int) -> Hit | None:
+        m = self._search(buf, start, zw_block, partial=True)
         if m is None or m.start() == len(buf):
             return None
         return Hit(m.start(), m.end(), m.groupdict(), True)
+
+    def _anchored_partial(self, buf: str, pos: int, zw_block: int, anchor: str) -> Hit | None:
+        """Leftmost partial match of a pattern shaped ``<lead run>* ANCHOR ...`` with no bounded width.
+        A partial match either ends inside the lead run and anchor (so it starts in a short window at
+        the end) or contains the whole anchor, so only occurrences of the anchor need a closer look."""
+        window = self._lead_start(buf, pos, len(buf) - len(anchor) - 1)
+        pattern = self.delim.pattern
+        q = buf.find(anchor, pos)
+        while q != -1 and q < window:
+            p = self._lead_start(buf, pos, q)
+            m = pattern.match(buf, p, partial=True)
+            if m is not None and m.partial:
+                return Hit(m.start(), m.end(), m.groupdict(), True)
+            q = buf.find(anchor, q + 1)
+        return self._window_partial(buf, max(pos, window), zw_block)
+
+    def _lead_start(self, buf: str, pos: int, at: int) -> int:
+        """Where the run of lead-class characters ending at ``at`` begins (not before ``pos``)."""
+        test = self.delim.info.lead
+        at = max(pos, at)
+        if test is not None:
+            while at > pos and test(buf[at - 1]):
+                at -= 1
+        return at
 
     def _partial_floor(self, buf: str, pos: int) -> int:
         """The leftmost position where a partial match could start (anything before is safe)."""
@@ -169,7 +204,8 @@ class DelimiterScanner:
             return False  # the match cannot read as far as the buffer end
         lo = max(0, start - max(info.context, 1))
         hi = min(len(buf), m.end() + GROWTH_WINDOW)
-        extended = self.delim.pattern.match(buf[lo:hi] + "\x00", start - lo)
+        delim = self.delim
+        extended = self._budget.run(delim.pattern.match, delim.field, delim.key, buf[lo:hi] + "\x00", start - lo)
         if extended is None:
             return True
         return bool(extended.start() + lo != start or extended.end() + lo != m.end()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,8 +19,8 @@ from typing import Any
 import regex
 
 from chatparse.content.registry import ContentParserSpec, get_content_parser, known_content_parsers
-from chatparse.errors import TemplateError
-from chatparse.template.regex_info import PatternInfo, analyze
+from chatparse.errors import TemplateError, TemplateWarning
+from chatparse.template.regex_info import PatternInfo, analyze, quantifier_facts
 from chatparse.transform import check_transform
 
 TOP_LEVEL_KEYS = ("version", "defaults", "fields", "start_anchor", "start_anchor_pattern")
@@ -110,12 +111,45 @@ def _fail(message: str, code: str, *, field: str | None = None, key: str | None 
     return TemplateError(message, code=code, field=field, key=key)
 
 
+# Load-time limits: a template comes from a public hub, and the regex compiler itself is attack surface
+# (``(?:a{1000}){10000}``, 18 characters, takes seconds and gigabytes to compile). Checked on the raw text
+# before compiling.
+MAX_PATTERN_LENGTH = 4096
+MAX_REPEAT_COUNT = 1000
+MAX_REPEAT_PRODUCT = 100_000
+
+
+def check_pattern_limits(source: str, *, field: str | None, key: str, scope: str) -> None:
+    """Reject patterns too long or with counted repeats too large to compile safely; warn (TemplateWarning)
+    on nested quantifiers such as ``(a+)+``, which can backtrack catastrophically."""
+    if len(source) > MAX_PATTERN_LENGTH:
+        raise _fail(f"{scope}: expected a {key} of at most {MAX_PATTERN_LENGTH} characters, found "
+                    f"{len(source)}. Shorten the pattern.", "pattern_too_long", field=field, key=key)
+    facts = quantifier_facts(source)
+    if facts.max_count > MAX_REPEAT_COUNT:
+        raise _fail(f"{scope}: expected counted repeats ({{n}}, {{n,m}}) of at most {MAX_REPEAT_COUNT} in {key}, "
+                    f"found {facts.max_count}. Use an unbounded quantifier or a smaller count.",
+                    "repeat_too_large", field=field, key=key)
+    if facts.count_product > MAX_REPEAT_PRODUCT:
+        raise _fail(f"{scope}: nested counted repeats in {key} expand to {facts.count_product} copies (at most "
+                    f"{MAX_REPEAT_PRODUCT}). Flatten or shrink the repeats.", "repeat_too_large",
+                    field=field, key=key)
+    if facts.nested_quantifier:
+        warnings.warn(f"{scope}: {key} {source[:80]!r} repeats a group that itself contains an unbounded "
+                      "quantifier (like '(a+)+'); it can backtrack catastrophically and will then hit the regex "
+                      "time budget (code nested_quantifier).", TemplateWarning, stacklevel=2)
+
+
 def _compile_regex(source: Any, *, field: str | None, key: str, scope: str) -> Any:
     if not isinstance(source, str):
         raise _fail(f"{scope}: '{key}' must be a regex string, found {type(source).__name__}", "bad_type",
                     field=field, key=key)
+    check_pattern_limits(source, field=field, key=key, scope=scope)
     try:
         return regex.compile(source, regex.DOTALL)
+    except (RecursionError, OverflowError, MemoryError) as exc:
+        raise _fail(f"{scope}: {key} regex is too complex to compile ({type(exc).__name__}). Simplify it.",
+                    "bad_regex", field=field, key=key) from None
     except regex.error as exc:
         raise _fail(f"{scope}: invalid {key} regex {source!r}: {exc}. Fix the pattern (the `regex` module "
                     "syntax, DOTALL on, MULTILINE off).", "bad_regex", field=field, key=key) from None
@@ -132,7 +166,12 @@ def _compile_delimiter(
         literals = _literal_list(spec[literal_key], key=literal_key, field=field, scope=scope)
         ordered = tuple(sorted(literals, key=len, reverse=True))
         can_extend = any(a != b and a.startswith(b) for a in literals for b in literals)
-        pattern = regex.compile("|".join(regex.escape(s) for s in ordered), regex.DOTALL)
+        joined = "|".join(regex.escape(s) for s in ordered)
+        if len(joined) > MAX_PATTERN_LENGTH:
+            raise _fail(f"{scope}: expected the '{literal_key}' literals to total at most {MAX_PATTERN_LENGTH} "
+                        f"characters (escaped), found {len(joined)}", "pattern_too_long", field=field,
+                        key=literal_key)
+        pattern = regex.compile(joined, regex.DOTALL)
         info = PatternInfo(max_width=max(map(len, literals)), looks_ahead=False, context=0,
                            first_chars=frozenset(s[0] for s in literals))
         prefixes = frozenset(lit[:k] for lit in literals for k in range(1, len(lit)))

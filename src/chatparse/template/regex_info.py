@@ -35,6 +35,7 @@ class PatternInfo:
     lead: CharTest | None = None
     rest_width: int | None = None
     first_chars: frozenset[str] | None = None  # every match starts with one of these (None: unknown)
+    anchor: str | None = None  # the literal text every match has right after its leading run
 
 
 UNKNOWN = PatternInfo(max_width=None, looks_ahead=True, context=WIDE_CONTEXT)
@@ -59,7 +60,17 @@ def analyze(pattern: str) -> PatternInfo:
         lead=lead,
         rest_width=rest_width,
         first_chars=None if caseless or parsed.getwidth()[0] == 0 else _first_chars(parsed),
+        anchor=None if caseless else _anchor_literal(parsed, lead is not None),
     )
+
+
+def _anchor_literal(items: Any, has_lead: bool) -> str | None:
+    chars: list[str] = []
+    for op, av in list(items)[1 if has_lead else 0 :]:
+        if op != sre_c.LITERAL:
+            break
+        chars.append(chr(av))
+    return "".join(chars) or None
 
 
 _ZERO_WIDTH = (sre_c.AT, sre_c.ASSERT, sre_c.ASSERT_NOT)
@@ -151,8 +162,7 @@ def _leading_run(items: Any) -> tuple[CharTest | None, int | None]:
     if test is None:
         return None, None
     rest = sre_parse.SubPattern(items.state, list(items[1:]))
-    rest_width = _bounded_width(rest)
-    return (test, rest_width) if rest_width is not None else (None, None)
+    return test, _bounded_width(rest)
 
 
 def _char_test(op: Any, av: Any) -> CharTest | None:
@@ -179,3 +189,91 @@ def _char_test(op: Any, av: Any) -> CharTest | None:
         return c in chars or (space and c.isspace()) or any(lo <= ord(c) <= hi for lo, hi in ranges)
 
     return test
+
+
+# --- load-time safety facts --------------------------------------------------------------------------
+
+_COUNTED = re.compile(r"\{(\d*)(,(\d*))?\}")
+
+
+@dataclass(frozen=True)
+class QuantifierFacts:
+    """From the raw pattern text, without compiling it: the largest counted repeat (``{n}``/``{n,m}``),
+    the largest product of nested counted repeats (what the compiler expands), and whether some group
+    that contains an unbounded quantifier is itself repeated (``(a+)+``: catastrophic backtracking)."""
+
+    max_count: int
+    count_product: int
+    nested_quantifier: bool
+
+
+def quantifier_facts(pattern: str) -> QuantifierFacts:
+    # Per open group: [largest count product inside, contains an unbounded quantifier].
+    stack: list[list[Any]] = [[1, False]]
+    last_product, last_unbounded, last_is_group = 1, False, False
+    max_count = 0
+    nested = False
+    i, size = 0, len(pattern)
+    while i < size:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            last_product, last_unbounded, last_is_group = 1, False, False
+            continue
+        if c == "[":
+            i = _skip_class(pattern, i)
+            last_product, last_unbounded, last_is_group = 1, False, False
+            continue
+        if c == "(":
+            stack.append([1, False])
+            i += 1
+            continue
+        if c == ")" and len(stack) > 1:
+            inner = stack.pop()
+            stack[-1][0] = max(stack[-1][0], inner[0])
+            stack[-1][1] = stack[-1][1] or inner[1]
+            last_product, last_unbounded, last_is_group = inner[0], inner[1], True
+            i += 1
+            continue
+        counted = _COUNTED.match(pattern, i) if c == "{" else None
+        if counted is not None and not counted[1] and not counted[3]:
+            counted = None  # "{}" / "{,}": literal text
+        if counted is not None or c in "*+":
+            if counted is not None:
+                low = int(counted[1] or 0)
+                high = low if counted[2] is None else (int(counted[3]) if counted[3] else None)
+                count = max(low, high or 0)
+                max_count = max(max_count, count)
+                unbounded = high is None
+                repeats = high is None or high > 1
+                i = counted.end()
+            else:
+                count, unbounded, repeats = 1, True, True
+                i += 1
+            if last_is_group and last_unbounded and repeats:
+                nested = True
+            last_product = last_product * max(count, 1)
+            stack[-1][0] = max(stack[-1][0], last_product)
+            stack[-1][1] = stack[-1][1] or unbounded
+            last_is_group = False
+            continue
+        last_product, last_unbounded, last_is_group = 1, False, False
+        i += 1
+    return QuantifierFacts(max_count, max(s[0] for s in stack), nested)
+
+
+def _skip_class(pattern: str, i: int) -> int:
+    """The index just past the character class starting at ``pattern[i] == '['``."""
+    j = i + 1
+    if j < len(pattern) and pattern[j] == "^":
+        j += 1
+    if j < len(pattern) and pattern[j] == "]":
+        j += 1
+    while j < len(pattern):
+        if pattern[j] == "\\":
+            j += 2
+            continue
+        if pattern[j] == "]":
+            return j + 1
+        j += 1
+    return j

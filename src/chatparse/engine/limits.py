@@ -1,0 +1,88 @@
+"""Run-time limits of the streaming engine: regex time budgets and the hold-back cap.
+
+A response template comes from a public model hub, so its regexes are as untrusted as the model output
+they parse. Every delimiter search runs under the ``regex`` module's ``timeout=``; the timeout of one
+search is the smallest of what is left of the per-search, per-feed and per-message budgets, so a
+catastrophic pattern ends with a named ``RegexBudgetError`` instead of a hang.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from time import perf_counter
+from typing import Any
+
+from chatparse.errors import RegexBudgetError, UsageError
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """``search_timeout``/``feed_budget``/``message_budget``: seconds of regex time allowed for one
+    search, for all searches of one ``feed`` (or ``finalize``) and for the whole message.
+    ``max_holdback``: characters that may be held back (a delimiter possibly still forming) beyond the
+    template's longest literal delimiter; past it the held text is released to the current region."""
+
+    search_timeout: float = 0.02
+    feed_budget: float = 0.05
+    message_budget: float = 1.0
+    max_holdback: int = 256
+
+    def __post_init__(self) -> None:
+        for name in ("search_timeout", "feed_budget", "message_budget"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise UsageError(f"Limits.{name} must be a positive number of seconds, found {value!r}",
+                                 code="bad_option")
+        if isinstance(self.max_holdback, bool) or not isinstance(self.max_holdback, int) or self.max_holdback < 0:
+            raise UsageError(f"Limits.max_holdback must be a non-negative int, found {self.max_holdback!r}",
+                             code="bad_option")
+
+
+DEFAULT_LIMITS = Limits()
+
+
+class RegexBudget:
+    """The time left for regex work: per feed (reset by ``start_feed``) and per message."""
+
+    __slots__ = ("feed_left", "limits", "message_left")
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.feed_left = limits.feed_budget
+        self.message_left = limits.message_budget
+
+    def start_feed(self) -> None:
+        self.feed_left = self.limits.feed_budget
+
+    def run(self, method: Callable[..., Any], field: str | None, key: str, *args: Any, **kwargs: Any) -> Any:
+        """Call a ``regex`` pattern method with the timeout that is left; charge the time it took."""
+        search = self.limits.search_timeout
+        timeout = min(search, self.feed_left, self.message_left)
+        if timeout <= 0:
+            raise self._error(field, key, timeout)
+        start = perf_counter()
+        try:
+            return method(*args, timeout=timeout, **kwargs)
+        except TimeoutError:  # an OSError subclass: catch it by name, before anything broader
+            raise self._error(field, key, timeout) from None
+        finally:
+            elapsed = perf_counter() - start
+            self.feed_left -= elapsed
+            self.message_left -= elapsed
+
+    def _error(self, field: str | None, key: str, timeout: float) -> RegexBudgetError:
+        limits = self.limits
+        if timeout >= limits.search_timeout:
+            which, seconds = "search_timeout", limits.search_timeout
+        elif self.message_left <= self.feed_left:
+            which, seconds = "message_budget", limits.message_budget
+        else:
+            which, seconds = "feed_budget", limits.feed_budget
+        where = f"field '{field}' {key}" if field else key
+        return RegexBudgetError(
+            f"The {where} regex exceeded its time budget ({which}={seconds:g} s): the pattern backtracks "
+            "catastrophically on this output. Rewrite the pattern without nested or overlapping quantifiers, "
+            "or raise the limit via Limits.",
+            field=field or None, key=key, budget=which, seconds=seconds,
+        )

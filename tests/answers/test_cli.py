@@ -1,0 +1,111 @@
+"""`chatparse answers check|eval` through argparse, following main.py's ``args.func(args)`` contract."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from chatparse.cli import answers_cmd
+
+from .conftest import EDU_LIMIT_BLOCK, dump
+
+
+def run(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="chatparse")
+    answers_cmd.add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    code = args.func(args)
+    assert isinstance(code, int)
+    return code
+
+
+@pytest.fixture
+def evidence_file(tmp_path: Path) -> Path:
+    path = tmp_path / "evidence.json"
+    path.write_text(json.dumps({"edu#2": EDU_LIMIT_BLOCK}, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def write_lines(path: Path, records: list[dict[str, object]]) -> Path:
+    path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in records) + "\n", encoding="utf-8")
+    return path
+
+
+def test_check_all_pass_exits_zero(tmp_path: Path, evidence_file: Path) -> None:
+    source = write_lines(tmp_path / "in.jsonl", [{"id": "a", "output": dump()}])
+    out = tmp_path / "out.jsonl"
+    assert run(["answers", "check", str(source), "--evidence", str(evidence_file), "-o", str(out)]) == 0
+    (verdict,) = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert verdict == {"id": "a", "ok": True, "status": "answered", "stage": "grounding", "errors": []}
+
+
+def test_check_failures_exit_one_with_codes(tmp_path: Path, evidence_file: Path) -> None:
+    records: list[dict[str, object]] = [
+        {"id": "good", "output": dump()},
+        {"id": "invented", "output": dump(citations=[{"source_id": "교육비 안내", "quote": "교육비"}])},
+        {"output": "```json\n{}\n```"},
+        {"id": "own-evidence", "output": dump(), "evidence": {"other": "x"}},
+    ]
+    source = write_lines(tmp_path / "in.jsonl", records)
+    out = tmp_path / "out.jsonl"
+    assert run(["answers", "check", str(source), "--evidence", str(evidence_file), "-o", str(out)]) == 1
+    verdicts = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [v["ok"] for v in verdicts] == [True, False, False, False]
+    assert verdicts[1]["errors"][0]["code"] == "unknown_source"
+    assert verdicts[2]["id"] == 3 and verdicts[2]["errors"][0]["code"] == "not_bare_json"
+    assert verdicts[3]["errors"][0]["code"] == "unknown_source"
+
+
+def test_check_reads_stdin_and_writes_stdout(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], evidence_file: Path
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps({"output": dump()}) + "\n\n"))
+    assert run(["answers", "check", "--evidence", str(evidence_file)]) == 0
+    assert json.loads(capsys.readouterr().out)["ok"] is True
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["not json", json.dumps({"output": 3}), json.dumps(["output"]), json.dumps({"output": "{}"})],
+)
+def test_check_bad_input_exits_two(tmp_path: Path, line: str, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text(line + "\n", encoding="utf-8")
+    assert run(["answers", "check", str(source), "-o", str(tmp_path / "o.jsonl")]) == 2
+    assert "chatparse answers check:" in capsys.readouterr().err
+
+
+def test_check_missing_file_exits_two(tmp_path: Path) -> None:
+    assert run(["answers", "check", str(tmp_path / "nope.jsonl")]) == 2
+
+
+def test_eval_builtin_prints_report_and_writes_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "run.jsonl"
+    assert run(["answers", "eval", "builtin", "--prompt", "P1", "--prompt", "P2", "--log", str(log)]) == 0
+    out = capsys.readouterr().out
+    assert out.index("P1  ") < out.index("P2  ")
+    assert "REGRESSION P2 vs P1: confident answers on unanswerable questions 1 → 4" in out
+    lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert lines[0]["event"] == "run" and set(lines[0]["prompt_versions"]) == {"P1", "P2"}
+
+
+def test_eval_defaults_to_all_prompts(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["answers", "eval", "builtin"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"\n{name}  " in out for name in ("P0", "P1", "P2"))
+
+
+def test_eval_unknown_dataset_exits_two(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["answers", "eval", str(tmp_path)]) == 2
+    assert "[invalid_dataset]" in capsys.readouterr().err
+
+
+def test_eval_unknown_prompt_is_an_argparse_error() -> None:
+    with pytest.raises(SystemExit):
+        run(["answers", "eval", "builtin", "--prompt", "P9"])

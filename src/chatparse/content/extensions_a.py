@@ -68,13 +68,12 @@ def parse_json_sequence(text: str, args: Args) -> list[Any]:
 def _rename_keys(value: Any, aliases: Mapping[str, str]) -> Any:
     if not aliases or not isinstance(value, dict):
         return value
-    out: dict[str, Any] = {}
-    for key, item in value.items():
-        canonical = aliases.get(key, key)
-        if canonical in out:
-            raise ValueError(f"json-sequence: the object has both {key!r} and its alias target {canonical!r}")
-        out[canonical] = item
-    return out
+    for alias, canonical in aliases.items():
+        if alias in value and canonical in value and alias != canonical:
+            raise ValueError(
+                f"json-sequence: the object has both {alias!r} and {canonical!r}; keep one spelling"
+            )
+    return {aliases.get(key, key): item for key, item in value.items()}
 
 
 def _check_json_sequence(args: Args) -> None:

@@ -25,6 +25,7 @@ from chatparse.tools.schema import (
     tool_parameter_properties,
 )
 from chatparse.tools.stream import ArgumentStream, ArgumentStreamResult
+from chatparse.tools.xml_stream import XMLArgumentStream
 
 __all__ = [
     "ArgumentStream",
@@ -40,6 +41,7 @@ __all__ = [
     "ToolInputBase",
     "ToolSet",
     "UnknownToolError",
+    "XMLArgumentStream",
     "as_tool",
     "coerce_arguments",
     "coerce_value",

@@ -134,18 +134,16 @@ class _Coercer:
 
     def typed(self, value: Any, schema: Mapping[str, Any], kinds: list[str], path: tuple[PathPart, ...]) -> Any:
         kind = json_type(value)
-        if _accepts(kinds, kind):
-            return self.structure(value, schema, path)
-        if kind == "number" and "integer" in kinds and float(value).is_integer():
-            self.record(path, "whole_number_to_integer", value, int(value))
-            return int(value)
         if kind == "string":
-            for target in _string_last(kinds):
-                if target == "string":
-                    return value
-                converted = self.from_string(value, target, schema, path)
+            for target in _string_last(kinds):  # "string" last: a string stays one only if nothing else fits
+                converted = value if target == "string" else self.from_string(value, target, schema, path)
                 if converted is not _FAILED:
                     return converted
+        elif _accepts(kinds, kind):
+            return self.structure(value, schema, path)
+        elif kind == "number" and "integer" in kinds and float(value).is_integer():
+            self.record(path, "whole_number_to_integer", value, int(value))
+            return int(value)
         self.wrong_type(path, describe_schema(schema), value)
         return value
 

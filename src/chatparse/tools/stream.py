@@ -314,7 +314,9 @@ class ArgumentStream(KeyedStream):
 
     def _value_or_end(self, chunk: str, i: int) -> int:
         i = _skip_ws(chunk, i)
-        if i < len(chunk) and chunk[i] == "]":
+        if i == len(chunk):
+            return i
+        if chunk[i] == "]":
             return self._close(i)
         self._state = _VALUE
         return i

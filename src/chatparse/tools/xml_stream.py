@@ -1,0 +1,217 @@
+"""``XMLArgumentStream``: per-parameter events for Qwen3-Coder-style XML tool calls.
+
+Reads ``<function=NAME>`` and ``<parameter=KEY>raw text</parameter>`` incrementally (a
+held-back tail of at most one closing tag, so linear), types each value with the tool's
+schema when given, and ends in the same ``ArgumentStreamResult`` as ``ArgumentStream``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from chatparse.tools.coerce import coerce_value
+from chatparse.tools.errors import ArgumentStreamError, ToolArgumentError, combine_argument_errors
+from chatparse.tools.jsonvalue import format_path
+from chatparse.tools.stream import KeyCallback, KeyedStream, ProgressCallback
+
+CLOSE_PARAMETER = "</parameter>"
+MAX_TAG_CHARS = 512
+_IGNORED_TAGS = frozenset({"<tool_call>", "</tool_call>", "</function>"})
+_OPEN_TAG = re.compile(r"<(function|parameter)=([^<>]+)>\Z")
+_WS = re.compile(r"\s*")
+_OUTSIDE, _TAG, _VALUE, _FAILED = range(4)
+
+
+class XMLArgumentStream(KeyedStream):
+    """Feed the text of one XML tool call in any chunks; ``finish`` returns the result.
+
+    One leading and one trailing newline of each value are dropped (the format's own
+    layout). With ``parameters_schema`` each value is typed by ``coerce_value`` (``"5"`` for
+    an integer becomes ``5``; a string parameter stays raw text), unknown parameters are
+    rejected, and at a clean end missing required parameters make the result ``invalid``.
+    """
+
+    def __init__(
+        self,
+        on_key_completed: KeyCallback | None = None,
+        on_string_progress: ProgressCallback | None = None,
+        stream_key: str | None = None,
+        *,
+        parameters_schema: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(on_key_completed, on_string_progress, stream_key)
+        self.parameters_schema = parameters_schema
+        self.function_name: str | None = None
+        self._state = _OUTSIDE
+        self._tag = ""
+        self._held = ""  # value text that may still turn out to be "\n</parameter>"
+        self._parts: list[str] = []
+        self._value_started = False
+        self._issues: list[ToolArgumentError] = []
+        self._seen_text = False
+
+    def feed(self, chunk: str) -> None:
+        """Scan one chunk. Never raises; bad input makes the final result ``invalid``."""
+        if self._result is not None:
+            return
+        if not isinstance(chunk, str):
+            self._fail("not_text", f"expected text chunks; found {type(chunk).__name__}")
+            return
+        self._received += len(chunk)
+        try:
+            position = 0
+            while position < len(chunk) and self._state != _FAILED:
+                position = self._step(chunk, position)
+        except Exception as problem:  # a scanner bug must still not escape feed
+            self._fail("internal_error", f"scanner failure: {problem!r}")
+
+    def _step(self, chunk: str, i: int) -> int:
+        if self._state == _OUTSIDE:
+            return self._outside(chunk, i)
+        if self._state == _TAG:
+            return self._in_tag(chunk, i)
+        return self._in_value(chunk, i)
+
+    def _outside(self, chunk: str, i: int) -> int:
+        i = _WS.match(chunk, i).end()  # type: ignore[union-attr]
+        if i == len(chunk):
+            return i
+        if chunk[i] != "<":
+            self._fail("unexpected_text", f"expected a <parameter=...> tag; found {chunk[i]!r}")
+            return len(chunk)
+        self._seen_text = True
+        self._tag = ""
+        self._state = _TAG
+        return i
+
+    def _in_tag(self, chunk: str, i: int) -> int:
+        end = chunk.find(">", i)
+        stop = len(chunk) if end < 0 else end + 1
+        self._tag += chunk[i:stop]
+        if len(self._tag) > MAX_TAG_CHARS:
+            self._fail("unexpected_text", f"expected a tag of at most {MAX_TAG_CHARS} characters")
+        elif end >= 0:
+            self._read_tag(self._tag)
+        return stop
+
+    def _read_tag(self, tag: str) -> None:
+        self._state = _OUTSIDE
+        if tag in _IGNORED_TAGS:
+            return
+        match = _OPEN_TAG.match(tag)
+        if match is None:
+            self._fail("unexpected_text", f"expected <function=...> or <parameter=...>; found {tag!r}")
+        elif match.group(1) == "function":
+            self.function_name = match.group(2).strip()
+        else:
+            self._begin_value(match.group(2).strip())
+
+    def _begin_value(self, key: str) -> None:
+        if key in self._arguments or key in self._issue_keys():
+            self._fail("duplicate_key", f"found the parameter {key!r} twice")
+            return
+        self._partial_key = key
+        self._held = ""
+        self._parts = []
+        self._value_started = False
+        self._state = _VALUE
+
+    def _in_value(self, chunk: str, i: int) -> int:
+        held = len(self._held)
+        text = self._held + chunk[i:]
+        close = text.find(CLOSE_PARAMETER)
+        if close >= 0:
+            body = text[:close]
+            self._append(body[:-1] if body.endswith("\n") else body)  # the held tail kept that newline
+            self._end_value()
+            return i + close + len(CLOSE_PARAMETER) - held
+        keep = _unsafe_tail(text)
+        self._held = text[len(text) - keep :]
+        self._append(text[: len(text) - keep])
+        return len(chunk)
+
+    def _append(self, piece: str) -> None:
+        if not self._value_started and piece:
+            self._value_started = True
+            piece = piece[1:] if piece.startswith("\n") else piece
+        if piece:
+            self._parts.append(piece)
+            if self._partial_key == self.stream_key:
+                self._progress(piece)
+
+    def _end_value(self) -> None:
+        key = self._partial_key or ""
+        raw = "".join(self._parts)
+        self._held = ""
+        self._state = _OUTSIDE
+        value, issues = self._typed(key, raw)
+        if issues:
+            self._issues.extend(issues)
+            self._partial_key = None
+            return
+        self._complete_key(key, value)
+
+    def _typed(self, key: str, raw: str) -> tuple[Any, list[ToolArgumentError]]:
+        schema = self.parameters_schema
+        if schema is None:
+            return raw, []
+        properties = schema.get("properties")
+        if not isinstance(properties, Mapping) or key not in properties:
+            known = list(properties) if isinstance(properties, Mapping) else []
+            where = format_path((key,))
+            message = f"{where}: unknown argument {key!r}; known arguments: {', '.join(map(repr, known))}."
+            return raw, [ToolArgumentError(message, code="unknown_argument", field=key, path=where, known=known)]
+        return coerce_value(raw, properties[key], path=(key,), root=schema)
+
+    def _issue_keys(self) -> set[str]:
+        return {issue.field for issue in self._issues if issue.field}
+
+    def _fail(self, code: str, message: str) -> None:
+        self._set_error(ArgumentStreamError(
+            f"Invalid XML tool call at offset {self._received}: {message}.", code=code,
+            key=self._partial_key, offset=self._received,
+        ))
+        self._state = _FAILED
+
+    def _closed(self) -> bool:
+        return self._state == _OUTSIDE and self._seen_text
+
+    def _started(self) -> bool:
+        return self._seen_text
+
+    def _close_at_end(self) -> None:
+        if self._state == _OUTSIDE:
+            self._check_required()
+        if self._issues:
+            self._set_error(combine_argument_errors(self._issues, self.function_name))
+
+    def _check_required(self) -> None:
+        required = (self.parameters_schema or {}).get("required") or []
+        for key in required:
+            if key not in self._arguments and key not in self._issue_keys():
+                listed = ", ".join(repr(k) for k in required)
+                where = format_path((key,))
+                self._issues.append(ToolArgumentError(
+                    f"{where}: missing required argument {key!r} (required: {listed}).",
+                    code="missing_argument", field=key, path=where, required=list(required),
+                ))
+
+    def _partial_text(self) -> str | None:
+        return "".join(self._parts) if self._state == _VALUE else None
+
+
+def _unsafe_tail(text: str) -> int:
+    """How many trailing characters may still be part of ``"\\n</parameter>"``."""
+    keep = 0
+    for size in range(min(len(CLOSE_PARAMETER) - 1, len(text)), 0, -1):
+        if text.endswith(CLOSE_PARAMETER[:size]):
+            keep = size
+            break
+    if len(text) > keep and text[len(text) - keep - 1] == "\n":
+        keep += 1  # a newline right before the closing tag is layout, not value
+    return keep
+
+
+__all__ = ["XMLArgumentStream"]

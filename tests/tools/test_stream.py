@@ -1,0 +1,302 @@
+"""ArgumentStream: chunking equivalence, per-key events, escapes across chunks, truncation, never raising."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from chatparse.tools import ArgumentStream, ArgumentStreamResult
+
+CORPUS = [
+    '{"path": "src/app.py", "content": "print(\\"hi\\")\\n", "mode": "write"}',
+    '{"content": "caf\\u00e9 \\ud83d\\ude00 \\\\ \\/ \\b\\f\\n\\r\\t \\"q\\"", "n": -12.5e-3}',
+    '{"content": "raw é 😀 and 中文", "tags": ["a", "b"], "ok": true, "none": null, "off": false}',
+    '  {\n  "a" : 0 ,\n  "b" : [ ] , "c" : { } , "d" : [ 1 , [ 2 , { "e" : "f" } ] ] }  \n',
+    '{"content": ""}',
+    "{}",
+    '{"n": 12345678901234567890, "f": 1E+2, "z": -0, "content": "x"}',
+    '{"nested": {"content": "not the streamed key"}, "content": "the streamed one"}',
+    '{"content": "a\\u0000b\\u001fc"}',
+    '{"content": "line1\nline2\ttab"}',  # raw control characters are kept (json.loads strict=False)
+]
+
+
+def run(chunks: list[str], finish_reason: str = "stop", stream_key: str | None = "content"):  # type: ignore[no-untyped-def]
+    completed: list[tuple[str, Any]] = []
+    progress: list[str] = []
+    stream = ArgumentStream(
+        on_key_completed=lambda k, v: completed.append((k, v)),
+        on_string_progress=lambda k, t: progress.append(t),
+        stream_key=stream_key,
+    )
+    for chunk in chunks:
+        stream.feed(chunk)
+    return stream.finish(finish_reason), completed, progress
+
+
+def split_every(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def random_splits(text: str, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    cuts = sorted(rng.sample(range(1, len(text)), k=min(len(text) - 1, rng.randint(0, 12)))) if len(text) > 1 else []
+    bounds = [0, *cuts, len(text)]
+    return [text[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+def splittings(text: str) -> list[list[str]]:
+    fixed = [split_every(text, size) for size in (1, 2, 3, 5, 7, 13, 31)]
+    return [[text], *fixed, *(random_splits(text, seed) for seed in range(10))]
+
+
+def check_against_json(result: ArgumentStreamResult, completed: list[tuple[str, Any]], progress: list[str], text: str) -> None:
+    expected = json.loads(text, strict=False)
+    assert result.status == "complete", result.error
+    assert result.arguments == expected
+    assert completed == list(expected.items())  # each top-level key once, in order, with its final value
+    assert result.completed_keys == tuple(expected)
+    if isinstance(expected.get("content"), str):
+        assert "".join(progress) == expected["content"]
+    assert all(progress), "no empty progress pieces"
+
+
+@pytest.mark.parametrize("text", CORPUS)
+def test_chunking_equivalence(text: str) -> None:
+    whole, whole_completed, whole_progress = run([text])
+    check_against_json(whole, whole_completed, whole_progress, text)
+    for chunks in splittings(text):
+        result, completed, progress = run(chunks)
+        assert result == whole
+        assert completed == whole_completed
+        assert "".join(progress) == "".join(whole_progress)
+
+
+def test_surrogate_pair_split_at_every_position() -> None:
+    text = '{"content": "a\\ud83d\\ude00b"}'
+    for cut in range(1, len(text)):
+        result, _, progress = run([text[:cut], text[cut:]])
+        assert result.arguments == {"content": "a\U0001f600b"}
+        assert "".join(progress) == "a\U0001f600b"
+        assert all("\ud83d" not in piece for piece in progress)  # a half pair is never emitted
+
+
+def test_progress_arrives_before_the_call_ends() -> None:
+    progress: list[str] = []
+    stream = ArgumentStream(on_string_progress=lambda k, t: progress.append(t), stream_key="content")
+    stream.feed('{"path": "a.txt", "content": "first ')
+    assert progress == ["first "]
+    stream.feed('part\\nsecond')
+    assert progress == ["first ", "part\nsecond"]
+    stream.feed('"}')
+    assert stream.finish().arguments["content"] == "first part\nsecond"
+
+
+def test_key_completes_when_its_separator_arrives() -> None:
+    completed: list[tuple[str, Any]] = []
+    stream = ArgumentStream(on_key_completed=lambda k, v: completed.append((k, v)))
+    stream.feed('{"n": 12')
+    assert completed == []  # 12 may still become 123
+    stream.feed("3")
+    assert completed == []
+    stream.feed(', "flag": tr')
+    assert completed == [("n", 123)]
+    stream.feed('ue, "s": "x"')
+    assert completed == [("n", 123), ("flag", True)]
+    stream.feed("}")
+    assert completed == [("n", 123), ("flag", True), ("s", "x")]
+    assert stream.completed_keys == ("n", "flag", "s")
+
+
+def test_stream_key_only_at_top_level_and_only_for_strings() -> None:
+    _, _, progress = run(['{"nested": {"content": "no"}, "content": 5}'])
+    assert progress == []
+
+
+def test_finish_length_is_truncated_with_what_arrived() -> None:
+    text = '{"path": "notes.md", "content": "# Title\\nSome te'
+    result, completed, progress = run(split_every(text, 4), finish_reason="length")
+    assert result.status == "truncated"
+    assert result.arguments == {"path": "notes.md"}  # only keys whose values closed
+    assert result.completed_keys == ("path",)
+    assert result.partial_key == "content"
+    assert result.partial_text == "# Title\nSome te"
+    assert "".join(progress) == "# Title\nSome te"
+    assert result.received_chars == len(text)
+    assert result.error is not None and result.error.code == "truncated_arguments"
+    assert result.error.key == "content"
+    assert completed == [("path", "notes.md")]
+
+
+def test_finish_length_even_after_a_closed_object_is_truncated() -> None:
+    result, _, _ = run(['{"a": 1}'], finish_reason="length")
+    assert result.status == "truncated"
+    assert result.arguments == {"a": 1}
+
+
+def test_a_closed_string_at_the_cut_counts_as_completed() -> None:
+    result, completed, _ = run(['{"a": "x"'], finish_reason="length")
+    assert result.completed_keys == ("a",) and completed == [("a", "x")]
+    result, completed, _ = run(['{"a": 12'], finish_reason="length")
+    assert result.completed_keys == () and result.partial_key == "a" and completed == []
+    result, completed, _ = run(['{"a": tr'], finish_reason="length")
+    assert completed == []  # a literal like `tr` is never completed
+
+
+@pytest.mark.parametrize("reason", ["stop", "tool_calls", None, "end_turn"])
+def test_unfinished_object_at_a_normal_end_is_invalid(reason: str | None) -> None:
+    result, _, _ = run(['{"a": 1, "b": "x'], finish_reason=reason)  # type: ignore[arg-type]
+    assert result.status == "invalid"
+    assert result.error is not None and result.error.code == "incomplete_arguments"
+    assert result.partial_key == "b"
+
+
+@pytest.mark.parametrize("reason", ["length", "max_tokens", "content_filter"])
+def test_cut_reasons(reason: str) -> None:
+    assert run(['{"a": 1, "b'], finish_reason=reason)[0].status == "truncated"
+
+
+def test_unknown_finish_reason_is_named() -> None:
+    result, _, _ = run(['{"a": 1}'], finish_reason="banana")
+    assert result.status == "invalid"
+    assert result.error is not None and result.error.code == "unknown_finish_reason"
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("", "empty_arguments"),
+        ("   \n", "empty_arguments"),
+        ("[1, 2]", "not_an_object"),
+        ('"text"', "not_an_object"),
+        ('{"a": 1} {"b": 2}', "trailing_text"),
+        ('{"a": 1, "a": 2}', "duplicate_key"),
+        ('{"a": {"b": 1, "b": 2}}', "duplicate_key"),
+        ('{"a": "\\x41"}', "invalid_escape"),
+        ('{"a": "\\u12G4"}', "invalid_escape"),
+        ('{"a": "\\udc00"}', "invalid_unicode"),
+        ('{"a": "\\ud83dx"}', "invalid_unicode"),
+        ('{"a": "\\ud83d\\n"}', "invalid_unicode"),
+        ('{"a": "\\ud83d\\u0041"}', "invalid_unicode"),
+        ('{"a": "\\ud83d"}', "invalid_unicode"),
+        ('{"a": 01}', "invalid_number"),
+        ('{"a": 1.}', "invalid_number"),
+        ('{"a": -}', "invalid_number"),
+        ('{"a": 1e400}', "invalid_number"),
+        ('{"a": 1-2}', "invalid_number"),
+        ('{"a": True}', "unexpected_character"),
+        ('{"a": nul}', "unexpected_character"),
+        ("{'a': 1}", "unexpected_character"),
+        ('{"a" 1}', "unexpected_character"),
+        ('{"a": 1,}', "unexpected_character"),
+        ('{"a": [1,]}', "unexpected_character"),
+        ('{"a": [1 2]}', "unexpected_character"),
+        ('{"a": 1]', "unexpected_character"),
+        ('{"a": ' + "[" * 70 + "]" * 70 + "}", "too_deep"),
+    ],
+)
+def test_invalid_input_is_named(text: str, code: str) -> None:
+    for chunks in ([text], split_every(text, 1)):
+        result, _, _ = run(chunks)
+        assert result.status == "invalid"
+        assert result.error is not None and result.error.code == code, result.error
+
+
+def test_error_offset_points_at_the_problem() -> None:
+    result, _, _ = run(['{"a": 1,', ' "b": x}'])
+    assert result.error is not None
+    assert result.error.offset == len('{"a": 1, "b": ')
+    assert result.arguments == {"a": 1}
+
+
+def test_callback_exception_is_captured_not_raised() -> None:
+    calls: list[str] = []
+
+    def failing_write(key: str, text: str) -> None:
+        calls.append(text)
+        raise OSError("disk full")
+
+    stream = ArgumentStream(on_string_progress=failing_write, stream_key="content")
+    stream.feed('{"content": "abc')
+    stream.feed('def"}')
+    result = stream.finish()
+    assert calls == ["abc"]  # not called again after it failed
+    assert result.status == "invalid"
+    assert result.error is not None and result.error.code == "callback_failed"
+    assert result.error.key == "content"
+    assert isinstance(result.error.__cause__, OSError)
+    assert result.arguments == {"content": "abcdef"}  # what was parsed is still reported
+
+
+def test_key_callback_exception_is_captured() -> None:
+    def boom(key: str, value: Any) -> None:
+        raise RuntimeError(key)
+
+    stream = ArgumentStream(on_key_completed=boom)
+    stream.feed('{"a": 1, "b": 2}')
+    result = stream.finish()
+    assert result.status == "invalid" and result.error is not None and result.error.code == "callback_failed"
+
+
+def test_finish_is_idempotent_and_later_feeds_are_ignored() -> None:
+    stream = ArgumentStream()
+    stream.feed('{"a": 1}')
+    first = stream.finish()
+    stream.feed("garbage")
+    assert stream.finish("length") is first
+    assert first.received_chars == 8
+
+
+def test_non_text_chunks_do_not_raise() -> None:
+    stream = ArgumentStream()
+    stream.feed(None)  # type: ignore[arg-type]
+    stream.feed(b"{}")  # type: ignore[arg-type]
+    result = stream.finish()
+    assert result.status == "invalid" and result.error is not None and result.error.code == "not_text"
+
+
+json_objects = st.dictionaries(
+    st.text(max_size=6),
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+        lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=4), children, max_size=3),
+        max_leaves=10,
+    ),
+    max_size=5,
+)
+
+
+@given(value=json_objects, ensure_ascii=st.booleans(), indent=st.sampled_from([None, 0, 2]), data=st.data())
+def test_any_json_object_in_any_chunks_equals_json_loads(
+    value: dict[str, Any], ensure_ascii: bool, indent: int | None, data: Any
+) -> None:
+    text = json.dumps(value, ensure_ascii=ensure_ascii, indent=indent)
+    cuts = sorted(data.draw(st.sets(st.integers(1, max(1, len(text) - 1)), max_size=10)))
+    bounds = [0, *cuts, len(text)]
+    chunks = [text[a:b] for a, b in itertools.pairwise(bounds)]
+    key = next(iter(value), None)
+    result, completed, progress = run(chunks, stream_key=key)
+    assert result.status == "complete"
+    assert result.arguments == json.loads(text)
+    assert completed == list(json.loads(text).items())
+    if isinstance(value.get(key), str):  # type: ignore[arg-type]
+        assert "".join(progress) == value[key]  # type: ignore[index]
+
+
+@given(chunks=st.lists(st.text(alphabet=st.sampled_from('{}[]",:\\u0123456789abcdefntrl -.eE\n '), max_size=8), max_size=12))
+def test_feed_never_raises_on_json_like_noise(chunks: list[str]) -> None:
+    result, _, _ = run(chunks, finish_reason="stop")
+    assert result.status in {"complete", "invalid"}
+
+
+@given(chunks=st.lists(st.text(max_size=20), max_size=8), reason=st.sampled_from(["stop", "length", "weird", None]))
+def test_feed_never_raises_on_arbitrary_text(chunks: list[str], reason: str | None) -> None:
+    result, _, _ = run(chunks, finish_reason=reason)  # type: ignore[arg-type]
+    assert result.status in {"complete", "truncated", "invalid"}
+    assert result.received_chars == sum(map(len, chunks))

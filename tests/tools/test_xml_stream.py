@@ -1,0 +1,160 @@
+"""XMLArgumentStream: Qwen3-Coder-style parameters, per-parameter events, schema typing, truncation."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from chatparse.tools import XMLArgumentStream
+
+CALL = """<tool_call>
+<function=write_file>
+<parameter=path>
+src/app.py
+</parameter>
+<parameter=content>
+def f():
+    return "</param" + "eter>"  # looks like a closing tag, is not
+
+</parameter>
+<parameter=count>
+5
+</parameter>
+<parameter=tags>
+["a", "b"]
+</parameter>
+</function>
+</tool_call>"""
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string"},
+        "content": {"type": "string"},
+        "count": {"type": "integer"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "mode": {"type": "string", "enum": ["write", "append"]},
+    },
+    "required": ["path", "content"],
+}
+
+EXPECTED = {
+    "path": "src/app.py",
+    "content": 'def f():\n    return "</param" + "eter>"  # looks like a closing tag, is not\n',
+    "count": 5,
+    "tags": ["a", "b"],
+}
+
+
+def run(chunks: list[str], finish_reason: str = "stop", schema: dict[str, Any] | None = SCHEMA):  # type: ignore[no-untyped-def]
+    completed: list[tuple[str, Any]] = []
+    progress: list[str] = []
+    stream = XMLArgumentStream(
+        lambda k, v: completed.append((k, v)), lambda k, t: progress.append(t), "content", parameters_schema=schema
+    )
+    for chunk in chunks:
+        stream.feed(chunk)
+    return stream, stream.finish(finish_reason), completed, progress
+
+
+def all_splittings(text: str) -> list[list[str]]:
+    fixed = [[text[i : i + n] for i in range(0, len(text), n)] for n in (1, 2, 3, 5, 7, 13, 31)]
+    seeded = []
+    for seed in range(10):
+        rng = random.Random(seed)
+        cuts = sorted(rng.sample(range(1, len(text)), 8))
+        bounds = [0, *cuts, len(text)]
+        seeded.append([text[a:b] for a, b in itertools.pairwise(bounds)])
+    return [[text], *fixed, *seeded]
+
+
+def test_parameters_are_typed_and_streamed() -> None:
+    stream, result, completed, progress = run([CALL])
+    assert stream.function_name == "write_file"
+    assert result.status == "complete"
+    assert result.arguments == EXPECTED
+    assert completed == list(EXPECTED.items())
+    assert "".join(progress) == EXPECTED["content"]
+
+
+def test_chunking_equivalence() -> None:
+    _, whole, whole_completed, whole_progress = run([CALL])
+    for chunks in all_splittings(CALL):
+        _, result, completed, progress = run(chunks)
+        assert result == whole
+        assert completed == whole_completed
+        assert "".join(progress) == "".join(whole_progress)
+
+
+def test_without_schema_values_are_raw_text() -> None:
+    _, result, _, _ = run([CALL], schema=None)
+    assert result.arguments["count"] == "5"
+    assert result.arguments["tags"] == '["a", "b"]'
+
+
+def test_truncated_mid_value() -> None:
+    cut = CALL.index("return")
+    _, result, completed, progress = run([CALL[:cut]], finish_reason="length")
+    assert result.status == "truncated"
+    assert result.arguments == {"path": "src/app.py"}
+    assert result.partial_key == "content"
+    assert result.partial_text == "def f():\n    "
+    assert "".join(progress) == "def f():\n    "
+    assert completed == [("path", "src/app.py")]
+
+
+def test_invalid_choice_and_unknown_and_missing_are_all_reported() -> None:
+    text = "<parameter=mode>\nWrite\n</parameter>\n<parameter=colour>\nred\n</parameter>"
+    _, result, completed, _ = run([text])
+    assert result.status == "invalid"
+    assert completed == []  # a value that failed typing is never announced as completed
+    codes = sorted(e.code for e in result.error.errors)  # type: ignore[union-attr]
+    assert codes == ["invalid_choice", "missing_argument", "missing_argument", "unknown_argument"]
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("stray text", "unexpected_text"),
+        ("<parameter=a>1</parameter><parameter=a>2</parameter>", "duplicate_key"),
+        ("<bogus>", "unexpected_text"),
+        ("<" + "x" * 600, "unexpected_text"),
+    ],
+)
+def test_malformed_calls_are_named(text: str, code: str) -> None:
+    _, result, _, _ = run([text], schema=None)
+    assert result.status == "invalid"
+    assert result.error is not None and result.error.code == code
+
+
+def test_unclosed_parameter_at_a_normal_end_is_invalid() -> None:
+    _, result, _, _ = run(["<parameter=path>\nabc"], schema=None)
+    assert result.status == "invalid" and result.error is not None and result.error.code == "incomplete_arguments"
+
+
+def test_empty_is_named() -> None:
+    _, result, _, _ = run([""], schema=None)
+    assert result.error is not None and result.error.code == "empty_arguments"
+
+
+@given(chunks=st.lists(st.text(alphabet=st.sampled_from("<>/=parmetfuncionl\n x"), max_size=10), max_size=10))
+def test_feed_never_raises(chunks: list[str]) -> None:
+    _, result, _, _ = run(chunks, schema=None)
+    assert result.status in {"complete", "invalid"}
+
+
+@given(value=st.text(alphabet=st.sampled_from("ab\n</parmet>"), max_size=30), data=st.data())
+def test_any_value_round_trips_through_any_chunks(value: str, data: Any) -> None:
+    if "</parameter>" in value:
+        return
+    text = f"<parameter=content>\n{value}\n</parameter>"
+    cuts = sorted(data.draw(st.sets(st.integers(1, len(text) - 1), max_size=6)))
+    bounds = [0, *cuts, len(text)]
+    _, result, _, progress = run([text[a:b] for a, b in itertools.pairwise(bounds)], schema=None)
+    assert result.arguments == {"content": value}
+    assert "".join(progress) == value

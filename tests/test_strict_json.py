@@ -222,7 +222,7 @@ def test_long_duplicate_key_is_excerpted_in_the_message() -> None:
 
 # Property tests ---------------------------------------------------------------------------------
 
-_json_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=20)
+_json_text = st.text(st.characters(exclude_categories=["Cs"]), max_size=20)
 _json_values = st.recursive(
     st.none()
     | st.booleans()

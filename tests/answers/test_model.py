@@ -55,7 +55,7 @@ def conforms(value: Any, schema: dict[str, Any]) -> bool:
         "string": isinstance(value, str),
         "null": value is None,
     }
-    if not any(kinds.get(kind, False) for kind in allowed):
+    if not any(kinds.get(str(kind), False) for kind in allowed):
         return False
     if "enum" in schema and value not in schema["enum"]:
         return False

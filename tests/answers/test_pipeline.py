@@ -119,8 +119,13 @@ def test_budget_drops_blocks_and_evidence_follows_the_selection() -> None:
 
 def test_counter_sees_the_same_instructions_and_schema_as_the_real_request() -> None:
     counted: list[str] = []
+
+    def encode(text: str) -> list[int]:
+        counted.append(text)
+        return list(range(len(text)))
+
     generator = Scripted(ok(dump()))
-    ask(generator, counter=tokenizer_counter(lambda text: counted.append(text) or list(range(len(text)))))
+    ask(generator, counter=tokenizer_counter(encode))
     final = generator.requests[0]
     assert counted[-1] == final.counted_text()
     assert P1.instructions in json.loads(counted[-1])["messages"][0]["content"]

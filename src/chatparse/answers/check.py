@@ -6,6 +6,7 @@ that stage with a stable code, a JSON path and a message that never echoes the g
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -36,7 +37,7 @@ STAGES: Final = (
     "grounding",
 )
 _JSON_WHITESPACE: Final = " \t\n\r"
-_KEY_EXCERPT: Final = 40
+_SAFE_KEY: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")
 
 
 @dataclass(frozen=True)
@@ -148,10 +149,9 @@ def _parse(raw: str | bytes) -> Any:
 
 def _json_error(exc: StrictJSONError) -> AnswerError:
     if exc.code == "duplicate_key":
-        key = exc.key or ""
-        shown = repr(key) if len(key) <= _KEY_EXCERPT else f"a {len(key)}-char key"
+        shown = _shown_key(exc.key or "")
         return AnswerError(
-            "duplicate_key", f"expected each key once, found {shown} twice at offset {exc.offset}", "$"
+            "duplicate_key", f"expected each key once, found {shown} twice at offset {exc.offset}"
         )
     if exc.code == "trailing_text":
         return AnswerError(
@@ -201,14 +201,21 @@ def _schema_error(item: Mapping[str, Any], data: Any) -> AnswerError:
 
 
 def _last_key(loc: tuple[Any, ...]) -> str:
-    key = str(loc[-1]) if loc else ""
-    return repr(key) if len(key) <= _KEY_EXCERPT else f"of {len(key)} chars"
+    return _shown_key(str(loc[-1]) if loc else "")
+
+
+def _shown_key(key: str) -> str:
+    """Short identifier-like keys are named; any other key is described, never echoed."""
+    return repr(key) if _SAFE_KEY.fullmatch(key) else f"<key of {len(key)} chars>"
 
 
 def _json_path(loc: tuple[Any, ...]) -> str:
     parts = ["$"]
     for item in loc:
-        parts.append(f"[{item}]" if isinstance(item, int) else f".{item}")
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+        else:
+            parts.append(f".{item}" if _SAFE_KEY.fullmatch(str(item)) else f".{_shown_key(str(item))}")
     return "".join(parts)
 
 
@@ -325,7 +332,8 @@ def _grounding(answer: GroundedAnswer, evidence: Mapping[str, str]) -> list[Answ
 
 
 def _short(source_id: str) -> str:
-    return repr(source_id) if len(source_id) <= _KEY_EXCERPT else f"of {len(source_id)} chars"
+    """Only ids from ``evidence`` (the caller's, never the model's) reach this."""
+    return repr(source_id) if len(source_id) <= 80 else f"of {len(source_id)} chars"
 
 
 _Rule = Callable[[GroundedAnswer, Mapping[str, str]], list[AnswerError]]

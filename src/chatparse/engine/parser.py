@@ -118,6 +118,12 @@ class ResponseParser:
     def limits(self) -> Limits:
         return self._limits
 
+    @property
+    def held(self) -> int:
+        """Characters received but neither emitted nor consumed yet (a delimiter may still be forming).
+        At most ``limits.max_holdback`` plus the template's longest literal delimiter after any feed."""
+        return len(self._buf) - self._pos
+
     def feed(self, text: str) -> list[Event]:
         """Add generated text; returns the events it completes (held-back text emits later)."""
         self._check_open()
@@ -126,6 +132,9 @@ class ResponseParser:
         if self._decoder is not None and self._decoder.getstate()[0]:
             raise UsageError("feed() called while feed_bytes() holds an incomplete UTF-8 sequence; feed the rest "
                              "of its bytes first", code="mixed_feed")
+        return self._guarded_feed(text)
+
+    def _guarded_feed(self, text: str) -> list[Event]:
         try:
             return self._feed(text)
         except ChatparseError:
@@ -152,7 +161,7 @@ class ResponseParser:
                 f"({exc.reason}): {bytes(exc.object[exc.start : exc.start + 8])!r}", offset=offset,
             ) from None
         self._bytes_in += len(data)
-        return self.feed(text)
+        return self._guarded_feed(text)
 
     def _feed(self, text: str) -> list[Event]:
         self._budget.start_feed()

@@ -314,8 +314,9 @@ def compile_template(spec: Any) -> CompiledTemplate:
                     "header, e.g. '<|im_start|>assistant\\n').", "missing_start_anchor", key="start_anchor")
     delims = [d for f in fields.values() for d in (f.open, f.close) if d is not None]
     idle = [f.open for f in fields.values() if f.open is not None]
-    if implicit and fields[implicit[0]].close is not None:
-        idle.append(fields[implicit[0]].close)
+    implicit_close = fields[implicit[0]].close if implicit else None
+    if implicit_close is not None:
+        idle.append(implicit_close)
     triggers: dict[str | None, Any] = {None: _trigger(idle)}
     for f in fields.values():
         if f.open is not None:

@@ -245,14 +245,14 @@ CORPUS: list[tuple[str, str, dict[str, Any], float]] = [
         tpl = {"start_anchor": "<s>", "fields": {"x": {"open_pattern": "(?=a)", "close_pattern": "(?=b)"},
                                                  "content": {}}}
         result = chatparse.parse_response("xaab" * 1000, tpl, prefix="")
-     """, {"ok": {"content": "b", "x": "aa"}}, 10),
+     """, {"ok": {"content": "b", "x": "aa"}, "or_error": "RegexBudgetError"}, 10),
     ("empty open + empty close", """
         tpl = {"start_anchor": "<s>", "fields": {"x": {"open_pattern": "", "close_pattern": ""}, "content": {}}}
         p = chatparse.ResponseParser(tpl, prefix="")
         for ch in "xaab" * 250:
             p.feed(ch)
         result = p.finalize()[0]
-     """, {"ok": {"content": "b"}}, 10),
+     """, {"ok": {"content": "b"}, "or_error": "RegexBudgetError"}, 10),
     ("huge counted repeat", """
         tpl = {"start_anchor": "<s>", "fields": {"x": {"open_pattern": "(?:a{1000}){10000}", "close": "</x>"}}}
         result = chatparse.load_template(tpl) and None
@@ -301,7 +301,13 @@ CORPUS: list[tuple[str, str, dict[str, Any], float]] = [
 def test_hostile_corpus(name: str, code: str, expected: dict[str, Any], bound: float) -> None:
     out = run_bounded(code, timeout=bound)
     seconds = out.pop("seconds")
-    if "error" in expected:
+    expected = dict(expected)
+    # Zero-width pairs do thousands of tiny searches in one feed: under machine load their summed time
+    # may cross the 50 ms feed budget. Either outcome is bounded and named; a hang is the failure.
+    alternative = expected.pop("or_error", None)
+    if alternative is not None and out.get("error") == alternative:
+        assert out["code"] == "regex_budget_exceeded" and out["budget"] == "feed_budget", out
+    elif "error" in expected:
         assert {k: out.get(k) for k in expected} == expected, (name, out)
         assert out["size"] < 1000, "error messages carry a short excerpt, never the region"
     else:

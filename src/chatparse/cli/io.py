@@ -12,7 +12,7 @@ from chatparse.template.compile import CompiledTemplate, load_template
 
 
 def open_input(path: str) -> IO[str]:
-    return sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
+    return sys.stdin if path == "-" else open(path, encoding="utf-8")
 
 
 def read_records(stream: IO[str], *, prefix_key: str = "prefix") -> Iterator[tuple[int, dict[str, Any] | None, str]]:
@@ -46,5 +46,5 @@ def error_line(exc: ChatparseError, line: int | None = None) -> dict[str, Any]:
     return out
 
 
-def eprint(*parts: Any) -> None:
-    print(*parts, file=sys.stderr)
+def eprint(*parts: Any, end: str = "\n") -> None:
+    print(*parts, file=sys.stderr, end=end, flush=True)

@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import difflib
 import json
-import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from chatparse.tools.errors import NearJSONError, ToolArgumentError, combine_argument_errors
-from chatparse.tools.jsonvalue import PathPart, describe_value, format_path, json_type, same_json_value
+from chatparse.tools.jsonvalue import (
+    PathPart,
+    describe_value,
+    format_path,
+    json_type,
+    read_json_number,
+    same_json_value,
+)
 from chatparse.tools.near_json import parse_near_json
 
-_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?\Z")
 _TRUE, _FALSE, _NULL = ("true", "1"), ("false", "0"), ("null", "None")
 _CONTAINER_OPENERS = {"array": "[", "object": "{"}
 _SHOWN_CHOICES = 20
@@ -172,13 +176,8 @@ class _Coercer:
         return _FAILED
 
     def numeric_string(self, text: str, stripped: str, target: str, path: tuple[PathPart, ...]) -> Any:
-        if not _JSON_NUMBER.match(stripped):
-            return _FAILED
-        try:
-            number = json.loads(stripped)
-        except ValueError:  # more digits than Python converts
-            return _FAILED
-        if isinstance(number, float) and not math.isfinite(number):
+        number = read_json_number(stripped)
+        if number is None:
             return _FAILED
         if target == "integer":
             if isinstance(number, float) and not number.is_integer():

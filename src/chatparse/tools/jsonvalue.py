@@ -14,6 +14,7 @@ JSONValue: TypeAlias = "bool | int | float | str | list[JSONValue] | dict[str, J
 PathPart: TypeAlias = "str | int"
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?\Z")
 
 
 def json_type(value: Any) -> str | None:
@@ -33,6 +34,19 @@ def json_type(value: Any) -> str | None:
     if isinstance(value, dict):
         return "object"
     return None
+
+
+def read_json_number(text: str) -> int | float | None:
+    """The number a JSON number literal denotes, or ``None`` if it is not one or is not finite."""
+    if not _JSON_NUMBER.match(text):
+        return None
+    try:
+        number: int | float = float(text) if any(c in text for c in ".eE") else int(text)
+    except ValueError:  # more digits than Python converts
+        return None
+    if isinstance(number, float) and not math.isfinite(number):
+        return None
+    return number
 
 
 def same_json_value(a: Any, b: Any) -> bool:

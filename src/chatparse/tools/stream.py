@@ -8,7 +8,6 @@ ends in an ``ArgumentStreamResult`` (``complete`` | ``truncated`` | ``invalid``)
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from typing import Any, Literal
 
 from chatparse.errors import ChatparseError
 from chatparse.tools.errors import ArgumentStreamError
+from chatparse.tools.jsonvalue import read_json_number
 from chatparse.tools.near_json import MAX_DEPTH
 
 Status = Literal["complete", "truncated", "invalid"]
@@ -28,7 +28,6 @@ CUT_REASONS = frozenset({"length", "max_tokens", "max_output_tokens", "content_f
 _WS = re.compile(r"[ \t\n\r]*")
 _STRING_STOP = re.compile(r'["\\]')
 _NUMBER_CHARS = re.compile(r"[0-9eE.+\-]*")
-_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?\Z")
 _HEX4 = re.compile(r"[0-9a-fA-F]{4}\Z")
 _SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _LITERALS: dict[str, tuple[str, Any]] = {"t": ("true", True), "f": ("false", False), "n": ("null", None)}
@@ -478,7 +477,7 @@ class ArgumentStream(KeyedStream):
         if end == len(chunk):
             return end  # the number may continue in the next chunk
         text = "".join(self._token)
-        number = _read_number(text)
+        number = read_json_number(text)
         if number is None:
             return self._fail("invalid_number", f"expected a finite JSON number; found {text!r}", i)
         self._complete_value(number)
@@ -523,18 +522,6 @@ class ArgumentStream(KeyedStream):
 
 def _skip_ws(chunk: str, i: int) -> int:
     return _WS.match(chunk, i).end()  # type: ignore[union-attr]
-
-
-def _read_number(text: str) -> int | float | None:
-    if not _JSON_NUMBER.match(text):
-        return None
-    try:
-        number: int | float = float(text) if any(c in text for c in ".eE") else int(text)
-    except ValueError:  # more digits than Python converts
-        return None
-    if isinstance(number, float) and not math.isfinite(number):
-        return None
-    return number
 
 
 __all__ = ["CUT_REASONS", "END_REASONS", "ArgumentStream", "ArgumentStreamResult", "KeyedStream"]

@@ -78,6 +78,15 @@ def test_chunking_equivalence(text: str) -> None:
         assert "".join(progress) == "".join(whole_progress)
 
 
+@pytest.mark.parametrize("text", CORPUS)
+def test_every_two_way_split_gives_the_same_result(text: str) -> None:
+    whole, whole_completed, whole_progress = run([text])
+    for cut in range(1, len(text)):
+        result, completed, progress = run([text[:cut], text[cut:]])
+        assert (result, completed) == (whole, whole_completed), cut
+        assert "".join(progress) == "".join(whole_progress)
+
+
 def test_surrogate_pair_split_at_every_position() -> None:
     text = '{"content": "a\\ud83d\\ude00b"}'
     for cut in range(1, len(text)):

@@ -91,6 +91,14 @@ def test_chunking_equivalence() -> None:
         assert "".join(progress) == "".join(whole_progress)
 
 
+def test_every_two_way_split_gives_the_same_result() -> None:
+    _, whole, whole_completed, _ = run([CALL])
+    for cut in range(1, len(CALL)):
+        _, result, completed, progress = run([CALL[:cut], CALL[cut:]])
+        assert (result, completed) == (whole, whole_completed), cut
+        assert "".join(progress) == EXPECTED["content"]
+
+
 def test_without_schema_values_are_raw_text() -> None:
     _, result, _, _ = run([CALL], schema=None)
     assert result.arguments["count"] == "5"

@@ -331,3 +331,24 @@ def test_only_tool_argument_errors_escape_and_coercion_is_idempotent(schema: dic
 @given(value=st.text())
 def test_any_string_stays_identical_for_a_string_schema(value: str) -> None:
     assert one({"type": "string"}, value) is value
+
+
+def test_unreadable_arguments_text_is_one_issue() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    with pytest.raises(ToolArgumentError) as caught:
+        coerce_arguments("{'a': ", schema)
+    assert [e.code for e in caught.value.errors] == ["wrong_type"]
+    assert caught.value.details["reason"] == "invalid_syntax"
+
+
+def test_recursive_schema_depth_is_bounded() -> None:
+    tree = {"$defs": {"Node": {"type": "object", "properties": {"child": {"$ref": "#/$defs/Node"}}}},
+            "type": "object", "properties": {"root": {"$ref": "#/$defs/Node"}}}
+    value: dict[str, Any] = {}
+    for _ in range(200):
+        value = {"child": value}
+    with pytest.raises(ToolArgumentError) as caught:
+        coerce_arguments({"root": value}, tree)
+    assert caught.value.code == "too_deep"
+    shallow = {"child": {"child": {}}}
+    assert coerce_arguments({"root": shallow}, tree) == {"root": shallow}

@@ -21,7 +21,7 @@ from chatparse.tools.jsonvalue import (
     read_json_number,
     same_json_value,
 )
-from chatparse.tools.near_json import parse_near_json
+from chatparse.tools.near_json import MAX_DEPTH, parse_near_json
 
 _TRUE, _FALSE, _NULL = ("true", "1"), ("false", "0"), ("null", "None")
 _CONTAINER_OPENERS = {"array": "[", "object": "{"}
@@ -90,6 +90,8 @@ class _Coercer:
     def arguments(self, arguments: Mapping[str, Any] | str) -> dict[str, Any]:
         if isinstance(arguments, str):
             arguments = self._decode_arguments(arguments)
+            if self.issues:
+                return {}
         if not isinstance(arguments, Mapping):
             self.wrong_type((), "object", arguments)
             return {}
@@ -101,8 +103,8 @@ class _Coercer:
             value = parse_near_json(text)
         except NearJSONError as problem:
             self.issue((), "wrong_type", f"expected a JSON object of arguments; {problem.message}",
-                       expected="object", found=describe_value(text))
-            return {}
+                       expected="object", found=describe_value(text), reason=problem.code)
+            return None
         self.record((), "arguments_in_string", text, value)
         return value
 
@@ -127,6 +129,9 @@ class _Coercer:
         schema = self.resolve(schema)
         if json_type(value) is None:
             return value  # not a JSON value (e.g. a model instance): left for the validator
+        if len(path) > MAX_DEPTH:
+            self.issue(path, "too_deep", f"expected at most {MAX_DEPTH} levels of nesting.", limit=MAX_DEPTH)
+            return value
         if isinstance(schema.get("anyOf") or schema.get("oneOf"), list):
             return self.union(value, schema, path)
         if "enum" in schema or "const" in schema:

@@ -36,7 +36,8 @@ class ToolArgumentError(ChatparseError, ValueError):
 
     Each issue is itself a ``ToolArgumentError`` with one of the codes ``invalid_choice``
     (``got``, ``allowed``), ``missing_argument``, ``unknown_argument`` (``known``) or
-    ``wrong_type`` (``expected``, ``found``), plus ``field`` and a JSON ``path``.
+    ``wrong_type`` (``expected``, ``found``), plus ``field`` and a JSON ``path`` (and
+    ``too_deep`` for data nested past the depth limit).
     """
 
     code = "invalid_arguments"

@@ -50,6 +50,7 @@ TABLE = [
     ({"type": ["integer", "null"]}, "None", None, "null_string"),
     ({"anyOf": [{"type": "integer"}, {"type": "string"}]}, "5", 5, "numeric_string"),
     ({"anyOf": [{"type": "string"}, {"type": "integer"}]}, "5", 5, "numeric_string"),
+    ({"anyOf": [{"type": ["string", "null"]}, {"type": "integer"}]}, "5", 5, "numeric_string"),
     ({"type": ["string", "array"], "items": {"type": "string"}}, "['a']", ["a"], "array_in_string"),
     ({"type": "integer", "enum": [1, 2]}, "2", 2, "numeric_string"),
 ]

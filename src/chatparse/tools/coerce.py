@@ -220,7 +220,7 @@ class _Coercer:
         branches = list(schema.get("anyOf") or schema.get("oneOf") or [])
         if schema.get("nullable"):
             branches.append({"type": "null"})
-        ordered = sorted(branches, key=lambda b: schema_types(self.resolve(b)) == ["string"])
+        ordered = sorted(branches, key=lambda b: "string" in schema_types(self.resolve(b)))  # stable: string last
         attempts: list[_Coercer] = []
         for branch in ordered:
             probe = self.fork()

@@ -351,5 +351,5 @@ def test_recursive_schema_depth_is_bounded() -> None:
     with pytest.raises(ToolArgumentError) as caught:
         coerce_arguments({"root": value}, tree)
     assert caught.value.code == "too_deep"
-    shallow = {"child": {"child": {}}}
+    shallow: dict[str, Any] = {"child": {"child": {}}}
     assert coerce_arguments({"root": shallow}, tree) == {"root": shallow}

@@ -1,8 +1,9 @@
 """Content-parser extensions for tool-call formats the v1 template cannot express (part B).
 
-``json-calls`` reads JSON call containers (arrays, lone objects, one object per line, name-as-key
-objects); ``python-calls`` reads Python-literal call lists, bracketed or one call per line. Both
-return ``[{"name": str, "arguments": dict}, ...]`` and raise ``ValueError`` on bad input.
+``json-calls`` reads JSON call containers (an array or a lone object, name-as-key objects, arguments
+encoded as a string); ``python-calls`` reads Python-literal call lists, bracketed or one call per line.
+Both return ``[{"name": str, "arguments": dict}, ...]`` and raise ``ValueError`` on bad input.
+``register()`` adds them to the registry (idempotent); importing the module calls it.
 """
 
 from __future__ import annotations
@@ -50,15 +51,13 @@ def _check_string_list(parser: str, args: Mapping[str, Any], key: str) -> None:
 
 _JSON_CALLS_ARGS: dict[str, type | tuple[type, ...]] = {
     "accept": list,
-    "separators": str,
     "name_keys": list,
     "arguments_keys": list,
     "name_as_key": bool,
     "decode_string_arguments": bool,
     "allow_missing_arguments": bool,
-    "wrappers": list,
 }
-_JSON_FORMS = ("array", "object", "sequence")
+_JSON_FORMS = ("array", "object")
 
 
 def _reject_constant(name: str) -> NoReturn:
@@ -68,60 +67,30 @@ def _reject_constant(name: str) -> NoReturn:
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 
-def _strip_wrappers(text: str, wrappers: Iterable[list[str]]) -> str:
-    """Remove the first wrapper whose opener or closer surrounds ``text`` (each side optional)."""
-    for opener, closer in wrappers:
-        stripped = text
-        if stripped.startswith(opener):
-            stripped = stripped[len(opener) :].lstrip()
-        if stripped.endswith(closer):
-            stripped = stripped[: -len(closer)].rstrip()
-        if stripped != text:
-            return stripped
-    return text
-
-
-def _read_json_values(text: str, separators: str) -> list[Any]:
-    """Every JSON value in ``text``, separated by whitespace and at most one separator character."""
-    values: list[Any] = []
-    position = _skip_space(text, 0)
-    while position < len(text):
-        try:
-            value, position = _DECODER.raw_decode(text, position)
-        except RecursionError as error:
-            raise ValueError(f"json-calls: JSON nested too deeply at offset {position}") from error
-        except json.JSONDecodeError as error:
-            raise ValueError(
-                f"json-calls: expected a JSON value at offset {error.pos}, found "
-                f"{_excerpt(text[error.pos : error.pos + 20])} ({error.msg}). Content: {_excerpt(text)}"
-            ) from error
-        values.append(value)
-        position = _skip_space(text, position)
-        if position < len(text) and text[position] in separators:
-            position = _skip_space(text, position + 1)
-    return values
-
-
-def _skip_space(text: str, position: int) -> int:
-    while position < len(text) and text[position] in " \t\r\n":
-        position += 1
-    return position
-
-
-def _call_items(values: list[Any], forms: Iterable[str]) -> list[Any]:
-    accepted = set(forms)
-    if not values:
+def _read_json(text: str) -> Any:
+    """The one JSON value that ``text`` holds (surrounding whitespace allowed)."""
+    if not text:
         raise ValueError("json-calls: expected a JSON array or object of tool calls, found an empty region")
-    if len(values) == 1 and isinstance(values[0], list):
-        if "array" in accepted:
-            return values[0]
-    elif len(values) == 1 and isinstance(values[0], dict):
-        if accepted & {"object", "sequence"}:
-            return values
-    elif "sequence" in accepted and all(isinstance(value, dict) for value in values):
-        return values
-    kinds = ", ".join(type(value).__name__ for value in values[:3])
-    raise ValueError(f"json-calls: expected {' or '.join(sorted(accepted))} of tool calls, found {kinds}")
+    try:
+        return _DECODER.decode(text)
+    except RecursionError as error:
+        raise ValueError("json-calls: the JSON is nested too deeply") from error
+    except json.JSONDecodeError as error:
+        raise ValueError(
+            f"json-calls: expected one JSON value, found {_excerpt(text[error.pos : error.pos + 20])} at offset "
+            f"{error.pos} ({error.msg}). Content: {_excerpt(text)}"
+        ) from error
+
+
+def _call_items(value: Any, forms: Iterable[str]) -> list[Any]:
+    accepted = set(forms)
+    if isinstance(value, list) and "array" in accepted:
+        return value
+    if isinstance(value, dict) and "object" in accepted:
+        return [value]
+    raise ValueError(
+        f"json-calls: expected {' or '.join(sorted(accepted))} of tool calls, found {type(value).__name__}"
+    )
 
 
 def _first_key(item: Mapping[str, Any], keys: Iterable[str]) -> str | None:
@@ -171,17 +140,15 @@ def _call_arguments(arguments: Any, index: int, args: Mapping[str, Any]) -> dict
 def parse_json_calls(body: str, args: Mapping[str, Any]) -> list[Call]:
     """Tool calls written as JSON: ``[{"name": N, "arguments": {...}}, ...]`` and its variants.
 
-    ``content_args``: ``accept`` (forms among ``array``, ``object`` = one bare call object,
-    ``sequence`` = call objects one after another; default ``["array"]``); ``separators``
-    (characters allowed between sequence items, e.g. ``";"``); ``name_keys`` / ``arguments_keys``
-    (keys tried in order; default ``["name"]`` / ``["arguments", "parameters"]``); ``name_as_key``
+    ``content_args``: ``accept`` (forms among ``array`` and ``object`` = one bare call object;
+    default ``["array"]``; for objects one after another use ``json-sequence``); ``name_keys`` /
+    ``arguments_keys`` (keys tried in order; default ``["name"]`` / ``["arguments", "parameters"]``); ``name_as_key``
     (each call is ``{N: {...}}``, Apertus); ``decode_string_arguments`` (arguments written as a
     JSON-encoded string are decoded, Nemotron); ``allow_missing_arguments`` (a call without
-    arguments gets ``{}``; default true); ``wrappers`` (``[opener, closer]`` literal pairs such as
-    a Markdown fence, stripped from around the JSON when present, xLAM). NaN/Infinity are rejected.
+    arguments gets ``{}``; default true). Other keys of a call object (ids) are ignored.
+    NaN/Infinity are rejected.
     """
-    text = _strip_wrappers(body.strip(), args.get("wrappers", []))
-    items = _call_items(_read_json_values(text, args.get("separators", "")), args.get("accept", ["array"]))
+    items = _call_items(_read_json(body.strip()), args.get("accept", ["array"]))
     return [_normalise_call(item, index, args) for index, item in enumerate(items)]
 
 
@@ -195,11 +162,6 @@ def validate_json_calls_args(args: Mapping[str, Any]) -> None:
         )
     _check_string_list("json-calls", args, "name_keys")
     _check_string_list("json-calls", args, "arguments_keys")
-    for pair in args.get("wrappers", []):
-        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(s, str) and s for s in pair)):
-            raise ValueError(
-                f"json-calls: each content_args['wrappers'] item must be [opener, closer], found {pair!r}"
-            )
 
 
 # --------------------------------------------------------------------------------------------
@@ -481,17 +443,31 @@ def validate_python_calls_args(args: Mapping[str, Any]) -> None:
     _check_choice("python-calls", args, "separator", _SEPARATORS)
 
 
-register_content_parser(
-    "json-calls",
-    parse_json_calls,
-    validate_args=validate_json_calls_args,
-    description="JSON tool-call containers (array, lone object, object sequence, name-as-key) → [{name, arguments}]",
-)
-register_content_parser(
-    "python-calls",
-    parse_python_calls,
-    validate_args=validate_python_calls_args,
-    description="Python-literal call lists, bracketed or one call per line → [{name, arguments}]",
-)
+EXTENSIONS = {
+    "json-calls": (parse_json_calls, validate_json_calls_args),
+    "python-calls": (parse_python_calls, validate_python_calls_args),
+}
 
-__all__ = ["parse_json_calls", "parse_python_calls", "validate_json_calls_args", "validate_python_calls_args"]
+
+def register() -> None:
+    """Register every parser of this module (safe to call more than once)."""
+    for name, (parse, check) in EXTENSIONS.items():
+        register_content_parser(
+            name,
+            parse,
+            validate_args=check,
+            description=(parse.__doc__ or "").strip().split("\n")[0],
+            replace=True,
+        )
+
+
+register()
+
+__all__ = [
+    "EXTENSIONS",
+    "parse_json_calls",
+    "parse_python_calls",
+    "register",
+    "validate_json_calls_args",
+    "validate_python_calls_args",
+]

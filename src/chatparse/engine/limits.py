@@ -21,12 +21,16 @@ class Limits:
     """``search_timeout``/``feed_budget``/``message_budget``: seconds of regex time allowed for one
     search, for all searches of one ``feed`` (or ``finalize``) and for the whole message.
     ``max_holdback``: characters that may be held back (a delimiter possibly still forming) beyond the
-    template's longest literal delimiter; past it the held text is released to the current region."""
+    template's longest literal delimiter; past it the held text is released to the current region.
+    ``per_char``: extra seconds allowed per character of input, so that legitimate work on a huge feed
+    (a 10 MB one-shot parse, a 100k-token stream) is never mistaken for a catastrophic pattern;
+    10 µs/char adds 10 s per MB, far above legitimate regex cost (about 1 µs/char)."""
 
     search_timeout: float = 0.02
     feed_budget: float = 0.05
     message_budget: float = 1.0
     max_holdback: int = 256
+    per_char: float = 1e-5
 
     def __post_init__(self) -> None:
         for name in ("search_timeout", "feed_budget", "message_budget"):
@@ -45,19 +49,24 @@ DEFAULT_LIMITS = Limits()
 class RegexBudget:
     """The time left for regex work: per feed (reset by ``start_feed``) and per message."""
 
-    __slots__ = ("feed_left", "limits", "message_left")
+    __slots__ = ("feed_left", "limits", "message_left", "search_allowance")
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self.feed_left = limits.feed_budget
         self.message_left = limits.message_budget
+        self.search_allowance = limits.search_timeout
 
-    def start_feed(self) -> None:
-        self.feed_left = self.limits.feed_budget
+    def start_feed(self, size: int = 0) -> None:
+        """A new feed of ``size`` characters: its budget, grown in proportion to its size."""
+        extra = size * self.limits.per_char
+        self.feed_left = self.limits.feed_budget + extra
+        self.message_left += extra
+        self.search_allowance = self.limits.search_timeout + extra
 
     def run(self, method: Callable[..., Any], field: str | None, key: str, *args: Any, **kwargs: Any) -> Any:
         """Call a ``regex`` pattern method with the timeout that is left; charge the time it took."""
-        search = self.limits.search_timeout
+        search = self.search_allowance
         timeout = min(search, self.feed_left, self.message_left)
         if timeout <= 0:
             raise self._error(field, key, timeout)
@@ -73,8 +82,8 @@ class RegexBudget:
 
     def _error(self, field: str | None, key: str, timeout: float) -> RegexBudgetError:
         limits = self.limits
-        if timeout >= limits.search_timeout:
-            which, seconds = "search_timeout", limits.search_timeout
+        if timeout >= self.search_allowance:
+            which, seconds = "search_timeout", self.search_allowance
         elif self.message_left <= self.feed_left:
             which, seconds = "message_budget", limits.message_budget
         else:

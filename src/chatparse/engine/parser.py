@@ -164,7 +164,7 @@ class ResponseParser:
         return self._guarded_feed(text)
 
     def _feed(self, text: str) -> list[Event]:
-        self._budget.start_feed()
+        self._budget.start_feed(len(text))
         events: list[Event] = []
         if text:
             self._append(text)
@@ -194,7 +194,7 @@ class ResponseParser:
                     f"Expected the byte stream to end on a complete UTF-8 character, found {len(pending)} "
                     f"trailing byte(s) of an incomplete one: {pending!r}", offset=self._bytes_in - len(pending),
                 )
-        self._budget.start_feed()
+        self._budget.start_feed(len(self._buf) - self._pos)
         try:
             self._process(events, eos=True)
         except ChatparseError:
@@ -222,7 +222,7 @@ class ResponseParser:
 
     def _consume_prefix(self, prefix: str) -> None:
         anchor = self._template.start_anchor
-        self._budget.start_feed()
+        self._budget.start_feed(len(prefix))
         last_end = self._budget.run(_last_match_end, anchor.field, anchor.key, anchor.pattern, prefix)
         tail = prefix if last_end is None else prefix[last_end:]
         if tail:

@@ -26,8 +26,8 @@ class Limits:
     (a 10 MB one-shot parse, a 100k-token stream) is never mistaken for a catastrophic pattern;
     10 µs/char adds 10 s per MB, far above legitimate regex cost (about 1 µs/char)."""
 
-    search_timeout: float = 0.02
-    feed_budget: float = 0.05
+    search_timeout: float = 0.05
+    feed_budget: float = 0.1
     message_budget: float = 1.0
     max_holdback: int = 256
     per_char: float = 1e-5

@@ -119,6 +119,16 @@ class ResponseParser:
         return self._limits
 
     @property
+    def current_region(self) -> str | None:
+        """The field of the region open now (None when none is open)."""
+        return self._current if self._opened else None
+
+    @property
+    def current_captures(self) -> dict[str, Any]:
+        """Named groups captured by the open delimiter of the region open now (e.g. a tool name)."""
+        return dict(self._captures)
+
+    @property
     def held(self) -> int:
         """Characters received but neither emitted nor consumed yet (a delimiter may still be forming).
         At most ``limits.max_holdback`` plus the template's longest literal delimiter after any feed."""

@@ -65,7 +65,7 @@ def coerce_string(raw: str, types: tuple[str, ...]) -> Any:
     for type_name in types:
         try:
             value = _cast(raw, type_name)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past the JSON reader's depth: not an object/array
             continue
         if value is not _MISS:
             return value

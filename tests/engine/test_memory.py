@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import tracemalloc
 
-import chatparse
 from benchmarks.bench_memory import BLOCK, TEMPLATE
+
+import chatparse
 
 
 def _peak_streaming(total: int, chunk: int = 4096) -> int:

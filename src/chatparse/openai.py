@@ -1,0 +1,439 @@
+"""OpenAI Chat Completions output from a parse: final messages, ``chat.completion`` objects, and
+streamed ``chat.completion.chunk`` deltas driven by a ``ResponseParser`` (see docs/openai.md).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from chatparse.engine import ResponseParser
+from chatparse.engine.parser import OnMalformed
+from chatparse.engine.tool_typing import coerce_string, schema_types
+from chatparse.template.compile import CompiledField
+
+IdFactory = Callable[[int], str]
+Chunk = dict[str, Any]
+
+REASONING_FIELDS = ("thinking", "reasoning_content", "reasoning")
+CONTENT_FIELD = "content"
+TOOLS_FIELD = "tool_calls"
+
+
+def default_call_id(index: int) -> str:
+    """A random OpenAI-style call id (``call_`` + 24 hex characters); ``index`` is unused."""
+    del index
+    return "call_" + uuid.uuid4().hex[:24]
+
+
+def arguments_json(arguments: Any) -> str:
+    """The wire form of typed arguments: ``json.dumps`` with ``ensure_ascii=False`` (as vLLM)."""
+    if isinstance(arguments, str):
+        return arguments  # already a string (e.g. an untyped template): passed through unchanged
+    return json.dumps({} if arguments is None else arguments, ensure_ascii=False)
+
+
+def finish_reason(message: Mapping[str, Any], reason: str = "stop") -> str:
+    """``tool_calls`` when the message made calls (unless ``reason`` is ``length``), else ``reason``."""
+    if reason == "length":
+        return "length"
+    return "tool_calls" if message.get("tool_calls") else reason
+
+
+def to_chat_message(
+    message: Mapping[str, Any],
+    *,
+    reasoning_key: str = "reasoning_content",
+    id_factory: IdFactory | None = None,
+) -> dict[str, Any]:
+    """A parsed message as a Chat Completions assistant message.
+
+    ``content`` is None when absent; ``thinking`` goes under ``reasoning_key``; each tool call gets
+    ``id_factory(index)`` (a random ``call_…`` id by default) and its arguments as a JSON string.
+    """
+    make_id = id_factory or default_call_id
+    out: dict[str, Any] = {"role": "assistant", "content": _text_or_none(message.get(CONTENT_FIELD))}
+    reasoning = next((message[k] for k in REASONING_FIELDS if message.get(k) is not None), None)
+    if reasoning is not None:
+        out[reasoning_key] = reasoning
+    calls = [_wire_call(call, i, make_id) for i, call in enumerate(message.get(TOOLS_FIELD) or [])]
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def to_chat_completion(
+    message: Mapping[str, Any],
+    *,
+    model: str,
+    finish_reason: str = "stop",
+    created: int | None = None,
+    id: str | None = None,
+    reasoning_key: str = "reasoning_content",
+    id_factory: IdFactory | None = None,
+) -> dict[str, Any]:
+    """The full ``chat.completion`` object for one parsed message (one choice)."""
+    wire = to_chat_message(message, reasoning_key=reasoning_key, id_factory=id_factory)
+    return {
+        "id": id or "chatcmpl-" + uuid.uuid4().hex,
+        "object": "chat.completion",
+        "created": int(time.time()) if created is None else created,
+        "model": model,
+        "choices": [{
+            "index": 0,
+            "message": wire,
+            "finish_reason": _finish(bool(wire.get("tool_calls")), finish_reason),
+            "logprobs": None,
+        }],
+    }
+
+
+def _finish(made_calls: bool, reason: str) -> str:
+    if reason == "length":
+        return "length"
+    return "tool_calls" if made_calls else reason
+
+
+def _text_or_none(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _wire_call(call: Any, index: int, make_id: IdFactory) -> dict[str, Any]:
+    fn = call.get("function", {}) if isinstance(call, Mapping) else {}
+    return {
+        "id": make_id(index),
+        "type": "function",
+        "function": {"name": str(fn.get("name", "")), "arguments": arguments_json(fn.get("arguments"))},
+    }
+
+
+# --- streaming ----------------------------------------------------------------------------------
+
+
+@dataclass
+class _TextState:
+    """One text field: what was emitted in total, and the open region's held trailing whitespace."""
+
+    value: str | None = None  # the field's value as the parser builds it (mirrors join/replace)
+    emitted: str = ""
+    started: bool = False  # the open region produced non-space text
+    held: str = ""
+    closed_once: bool = False
+
+
+@dataclass
+class _CallState:
+    """One tool call in flight: header/early-argument bookkeeping."""
+
+    index: int | None = None
+    id: str | None = None
+    name: str | None = None
+    emitted: str = ""  # argument fragments sent so far
+    keys: set[str] = field(default_factory=set)
+    pending: str | None = None  # XML: the last completed key's fragment, sent when the next completes
+    scanner: Any = None
+    early: bool = True  # still streaming arguments early
+
+
+class ChatCompletionStream:
+    """Turn a generation into ``chat.completion.chunk`` dicts as it streams.
+
+    ``feed(text)`` returns the chunks that text completes; ``finish(finish_reason)`` flushes the
+    parser and returns the rest, ending with the chunk that carries ``finish_reason``. Linear: the
+    accumulated text is never re-parsed.
+    """
+
+    def __init__(
+        self,
+        template: Any,
+        prefix: str,
+        *,
+        tools: Iterable[Any] | None = None,
+        model: str = "chatparse",
+        reasoning_key: str = "reasoning_content",
+        id_factory: IdFactory | None = None,
+        on_malformed: OnMalformed = "raise",
+        completion_id: str | None = None,
+        created: int | None = None,
+    ) -> None:
+        tool_list = list(tools) if tools is not None else None
+        self.parser = ResponseParser(template, prefix, tools=tool_list, on_malformed=on_malformed)
+        self.model = model
+        self.reasoning_key = reasoning_key
+        self.id = completion_id or "chatcmpl-" + uuid.uuid4().hex
+        self.created = int(time.time()) if created is None else created
+        self._make_id = id_factory or default_call_id
+        self._params: dict[str, dict[str, Any]] = {}
+        if tool_list:
+            from chatparse.tools.schema import tool_parameter_properties
+
+            self._params = tool_parameter_properties(tool_list)
+        self._text: dict[str, _TextState] = {}
+        self._call: _CallState | None = None
+        self._calls_sent = 0  # tool-call indices handed out
+        self._calls_made = 0  # calls that closed with a value
+        self._role_sent = False
+        self._done = False
+        self.message: dict[str, Any] | None = None
+        self.malformed: list[dict[str, Any]] = []
+        self.mismatches: list[str] = []  # fields whose early deltas could not be reconciled (a bug if any)
+        self._pending_chunks: list[Chunk] = []
+        self._run(self.parser.initial_events, last_feed=True)
+        self._initial = self._take()
+
+    # --- public -----------------------------------------------------------------------------------
+
+    def feed(self, text: str) -> list[Chunk]:
+        """Add generated text; returns the chunks it completes."""
+        out = self._initial
+        self._initial = []
+        self._run(self.parser.feed(text), last_feed=True)
+        return out + self._take()
+
+    def finish(self, finish_reason: str = "stop") -> list[Chunk]:
+        """End the stream: the remaining deltas, then a chunk with the final ``finish_reason``."""
+        out = self._initial
+        self._initial = []
+        message, events = self.parser.finalize()
+        self._run(events, last_feed=False)
+        self.message = message
+        for name, state in self._text.items():  # the final value after finalize's cleanup
+            self._reconcile_text(name, state, message.get(name))
+        self._done = True
+        self._ensure_role()
+        self._pending_chunks.append(self._chunk({}, _finish(self._calls_made > 0, finish_reason)))
+        return out + self._take()
+
+    # --- event routing ----------------------------------------------------------------------------
+
+    def _run(self, events: list[dict[str, Any]], *, last_feed: bool) -> None:
+        last_open = max((i for i, e in enumerate(events) if e["type"] == "region_open"), default=-1)
+        for i, event in enumerate(events):
+            name = event["field"]
+            kind = event["type"]
+            fld = self.parser.template.fields.get(name)
+            if fld is None:
+                continue
+            if name == TOOLS_FIELD:
+                self._route_call(kind, event, fld, live=last_feed and i == last_open)
+            elif name == CONTENT_FIELD or name in REASONING_FIELDS:
+                self._route_text(kind, event, fld)
+            if kind == "region_malformed":
+                self.malformed.append({k: v for k, v in event.items() if k != "type"})
+
+    def _route_text(self, kind: str, event: dict[str, Any], fld: CompiledField) -> None:
+        name = event["field"]
+        state = self._text.setdefault(name, _TextState())
+        if kind == "region_open":
+            state.started, state.held = False, ""
+        elif kind == "region_chunk":
+            if not event["dirty"] and _strips(fld) and (fld.join is not None or not state.closed_once):
+                self._text_chunk(name, state, fld, event["text"])
+        elif kind == "region_close":
+            value = event["value"]
+            if fld.join is not None and isinstance(value, str):
+                state.value = value if state.value is None else state.value + fld.join + value
+            else:
+                state.value = value if isinstance(value, str) else None
+            state.closed_once = True
+            state.started, state.held = False, ""
+            self._reconcile_text(name, state, state.value)
+
+    def _text_chunk(self, name: str, state: _TextState, fld: CompiledField, text: str) -> None:
+        if not state.started:
+            text = text.lstrip()
+            if not text:
+                return
+            state.started = True
+            if fld.join is not None and state.value is not None:
+                text = fld.join + text
+        combined = state.held + text
+        kept = combined.rstrip()
+        state.held = combined[len(kept):]
+        self._emit_text(name, state, kept)
+
+    def _reconcile_text(self, name: str, state: _TextState, final: Any) -> None:
+        target = final if isinstance(final, str) else ""
+        if target.startswith(state.emitted):
+            self._emit_text(name, state, target[len(state.emitted):])
+        elif name not in self.mismatches:
+            self.mismatches.append(name)
+
+    def _emit_text(self, name: str, state: _TextState, text: str) -> None:
+        if not text:
+            return
+        state.emitted += text
+        key = CONTENT_FIELD if name == CONTENT_FIELD else self.reasoning_key
+        self._delta({key: text})
+
+    # --- tool calls -------------------------------------------------------------------------------
+
+    def _route_call(self, kind: str, event: dict[str, Any], fld: CompiledField, *, live: bool) -> None:
+        if kind == "region_open":
+            call = self._call = _CallState()
+            shape = _call_shape(fld)
+            if shape.name_capture is not None and live and self.parser.current_region == TOOLS_FIELD:
+                name = self.parser.current_captures.get(shape.name_capture)
+                if isinstance(name, str):
+                    self._header(call, name)
+            call.scanner = self._scanner(call, shape)
+        elif kind == "region_chunk":
+            current = self._call
+            if current is not None and current.scanner is not None:
+                current.scanner.feed(event["text"])
+        elif kind == "region_close":
+            values = event["value"] if isinstance(event["value"], list) else [event["value"]]
+            first = self._call or _CallState()
+            self._call = None
+            for position, value in enumerate(values):
+                self._close_call(first if position == 0 else _CallState(), value)
+        elif kind == "region_malformed":
+            self._call = None  # a header already sent stays, with the fragments sent so far
+
+    def _close_call(self, call: _CallState, value: Any) -> None:
+        fn = value.get("function", {}) if isinstance(value, Mapping) else {}
+        name = str(fn.get("name", ""))
+        final = arguments_json(fn.get("arguments"))
+        if call.index is None or call.name != name:
+            if call.index is not None:
+                self.mismatches.append(f"tool_calls[{call.index}].name")
+            call = _CallState()
+            self._header(call, name)
+        self._calls_made += 1
+        if final.startswith(call.emitted):
+            self._args(call, final[len(call.emitted):])
+        else:
+            self.mismatches.append(f"tool_calls[{call.index}].arguments")
+
+    def _header(self, call: _CallState, name: str) -> None:
+        call.index = self._calls_sent
+        self._calls_sent += 1
+        call.id = self._make_id(call.index)
+        call.name = name
+        self._delta({"tool_calls": [{"index": call.index, "id": call.id, "type": "function",
+                                     "function": {"name": name, "arguments": ""}}]})
+
+    def _args(self, call: _CallState, fragment: str) -> None:
+        if not fragment or call.index is None:
+            return
+        call.emitted += fragment
+        self._delta({"tool_calls": [{"index": call.index, "function": {"arguments": fragment}}]})
+
+    def _scanner(self, call: _CallState, shape: _Shape) -> Any:
+        """An incremental scanner over the call body, or None when nothing can stream early."""
+        if shape.body == "json":
+            from chatparse.tools.stream import ArgumentStream
+
+            def on_key(key: str, value: Any) -> None:
+                if shape.args_whole:
+                    self._early_key(call, key, value)
+                elif shape.name_key is not None and key == shape.name_key and call.index is None:
+                    if isinstance(value, str):
+                        self._header(call, value)
+
+            return ArgumentStream(on_key_completed=on_key)
+        if shape.body == "xml" and shape.args_whole:
+            from chatparse.tools.xml_stream import XMLArgumentStream
+
+            def on_xml_key(key: str, value: Any) -> None:
+                self._early_key(call, key, value, hold_one=True)
+
+            return XMLArgumentStream(on_key_completed=on_xml_key)
+        return None
+
+    def _early_key(self, call: _CallState, key: str, value: Any, *, hold_one: bool = False) -> None:
+        """Send ``key``'s fragment when its final serialization is certain (XML: one key later)."""
+        if not call.early or call.index is None or call.name is None:
+            call.early = False  # name unknown yet: arguments wait for the close
+            return
+        if key in call.keys:
+            call.early = False  # a repeated key: the engine keeps the last value
+            return
+        call.keys.add(key)
+        typed = self._typed(call.name, key, value)
+        lead = "{" if not call.emitted and call.pending is None else ", "
+        fragment = lead + json.dumps(key, ensure_ascii=False) + ": " + json.dumps(typed, ensure_ascii=False)
+        if not hold_one:
+            self._args(call, fragment)
+            return
+        if call.pending is not None:
+            self._args(call, call.pending)
+        call.pending = fragment
+
+    def _typed(self, name: str, key: str, value: Any) -> Any:
+        """``value`` typed by the request's tools exactly as the engine types it at the close."""
+        properties = self._params.get(name)
+        if not properties or key not in properties:
+            return value
+        types = schema_types(properties[key])
+        if not types:
+            return value
+        if isinstance(value, str):
+            return coerce_string(value, types)
+        if isinstance(value, list) and "array" not in types:
+            return [coerce_string(v, types) if isinstance(v, str) else v for v in value]
+        return value
+
+    # --- chunk plumbing ---------------------------------------------------------------------------
+
+    def _ensure_role(self) -> None:
+        if not self._role_sent:
+            self._role_sent = True
+            self._pending_chunks.append(self._chunk({"role": "assistant", "content": ""}, None))
+
+    def _delta(self, delta: dict[str, Any]) -> None:
+        self._ensure_role()
+        self._pending_chunks.append(self._chunk(delta, None))
+
+    def _chunk(self, delta: dict[str, Any], reason: str | None) -> Chunk:
+        return {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": reason, "logprobs": None}]}
+
+    def _take(self) -> list[Chunk]:
+        out, self._pending_chunks = self._pending_chunks, []
+        return out
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """Where a tool-call field's name and arguments come from, read off its transform."""
+
+    name_capture: str | None = None  # "{name}": a named group of the open delimiter
+    name_key: str | None = None  # "{content.name}": a top-level key of a JSON body
+    args_whole: bool = False  # "{content}": the whole body is the arguments object
+    body: str = ""  # "json" | "xml" | "" (no early streaming)
+
+
+def _call_shape(fld: CompiledField) -> _Shape:
+    transform = fld.transform
+    fn = transform.get("function") if isinstance(transform, Mapping) and not fld.transform_each else None
+    if not isinstance(fn, Mapping):
+        return _Shape()
+    name, args = fn.get("name"), fn.get("arguments")
+    body = {"json": "json", "xml-inline": "xml"}.get(fld.content, "")
+    if body == "json" and fld.content_args:
+        body = ""  # dialect knobs (unquoted keys, lifted strings): the scanner reads strict JSON only
+    if body == "xml" and _xml_args_unusual(fld.content_args):
+        body = ""
+    name_capture = name_key = None
+    if isinstance(name, str) and name.startswith("{") and name.endswith("}") and name.count("{") == 1:
+        ref = name[1:-1]
+        if ref.startswith("content."):
+            name_key = ref[len("content."):] if ref.count(".") == 1 else None
+        elif ref != "content" and "." not in ref:
+            name_capture = ref
+    return _Shape(name_capture=name_capture, name_key=name_key, args_whole=args == "{content}", body=body)
+
+
+def _xml_args_unusual(args: Mapping[str, Any]) -> bool:
+    return bool(args.get("value_parser") or args.get("merge_duplicates"))
+
+
+def _strips(fld: CompiledField) -> bool:
+    return fld.content == "text" and fld.transform is None and bool(fld.content_args.get("strip", True))

@@ -178,19 +178,37 @@ class ResponseParser:
         events: list[Event] = []
         if text:
             self._append(text)
-            if self._nothing_can_start():
-                self._accumulate(events, self._buf[self._pos :])
-                self._pos = len(self._buf)
+            hold = self._quiet_hold()
+            if hold >= 0:
+                if hold > self._pos:
+                    self._accumulate(events, self._buf[self._pos : hold])
+                    self._pos = hold
                 return events
         self._process(events, eos=False)
         return events
 
-    def _nothing_can_start(self) -> bool:
-        """Fast path: no watched delimiter's first character occurs in the unresolved text, so no
-        delimiter can occur or be forming there and all of it belongs to the current region."""
+    def _quiet_hold(self) -> int:
+        """Fast path: when no watched delimiter's trigger character occurs in the unresolved text, no
+        delimiter can match there; only a lead run (``\s*`` of ``\s*<tool_call>``) at the very end can
+        be forming. Returns where held text starts, or -1 when the full scan is needed."""
         state = self._current if self._current is not None and self._current != self._implicit else None
         trigger = self._triggers[state]
-        return trigger is not None and trigger.search(self._buf, self._pos) is None
+        buf, pos = self._buf, self._pos
+        if trigger is None or trigger.chars.search(buf, pos) is not None:
+            return -1
+        hold = len(buf)
+        for delim in trigger.leads:
+            test = delim.info.lead
+            start = len(buf)
+            while start > pos and test(buf[start - 1]):
+                start -= 1
+                if len(buf) - start > self._hold_cap:
+                    return -1  # the hold-back cap applies: let the full scan release it
+            if start < len(buf):  # the run test is a superset: ask the pattern where it really starts
+                m = self._budget.run(delim.pattern.search, delim.field, delim.key, buf, start, partial=True)
+                if m is not None and m.partial and m.start() < hold:
+                    hold = m.start()
+        return hold
 
     def finalize(self) -> tuple[dict[str, Any], list[Event]]:
         """End the stream: flush held text, close open regions, return ``(message, events)``."""

@@ -95,7 +95,7 @@ class CompiledTemplate:
     context: int = 0  # consumed characters the delimiter patterns may look back at
     # Per parser state (None: no explicit region open), a class of the first characters of every
     # delimiter watched in that state; None when some delimiter's first characters are unknown.
-    triggers: Mapping[str | None, Any] = field(default_factory=dict, repr=False)
+    triggers: Mapping[str | None, Trigger | None] = field(default_factory=dict, repr=False)
 
     @property
     def chatparse_only(self) -> bool:
@@ -337,13 +337,29 @@ def char_class(chars: set[str] | frozenset[str]) -> Any:
     return regex.compile("[" + "".join(regex.escape(c) for c in sorted(chars)) + "]")
 
 
-def _trigger(delims: list[Delimiter]) -> Any:
+@dataclass(frozen=True)
+class Trigger:
+    """What must appear in unresolved text before any watched delimiter can match: one of ``chars``.
+    ``leads`` are delimiters shaped ``<run>* X...`` (e.g. ``\s*<tool_call>``): without a trigger
+    character they can only be forming as a run at the very end of the text."""
+
+    chars: Any
+    leads: tuple[Delimiter, ...] = ()
+
+
+def _trigger(delims: list[Delimiter]) -> Trigger | None:
     chars: set[str] = set()
+    leads: list[Delimiter] = []
     for delim in delims:
-        if delim.info.first_chars is None:
+        info = delim.info
+        if info.first_chars is not None:
+            chars |= info.first_chars
+        elif info.lead is not None and info.after_lead is not None:
+            chars |= info.after_lead
+            leads.append(delim)
+        else:
             return None
-        chars |= delim.info.first_chars
-    return char_class(chars) if chars else None
+    return Trigger(char_class(chars), tuple(leads)) if chars else None
 
 
 def load_template(obj: Any) -> CompiledTemplate:

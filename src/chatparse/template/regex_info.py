@@ -36,6 +36,7 @@ class PatternInfo:
     rest_width: int | None = None
     first_chars: frozenset[str] | None = None  # every match starts with one of these (None: unknown)
     anchor: str | None = None  # the literal text every match has right after its leading run
+    after_lead: frozenset[str] | None = None  # first characters of what follows the leading run
 
 
 UNKNOWN = PatternInfo(max_width=None, looks_ahead=True, context=WIDE_CONTEXT)
@@ -61,7 +62,13 @@ def analyze(pattern: str) -> PatternInfo:
         rest_width=rest_width,
         first_chars=None if caseless or parsed.getwidth()[0] == 0 else _first_chars(parsed),
         anchor=None if caseless else _anchor_literal(parsed, lead is not None),
+        after_lead=None if caseless or lead is None else _after_lead(parsed),
     )
+
+
+def _after_lead(items: Any) -> frozenset[str] | None:
+    rest = sre_parse.SubPattern(items.state, list(items[1:]))
+    return _first_chars(rest) if rest.getwidth()[0] > 0 else None
 
 
 def _anchor_literal(items: Any, has_lead: bool) -> str | None:

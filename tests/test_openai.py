@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from chatparse import parse_response
@@ -215,3 +218,58 @@ def test_malformed_call_keep_leaves_sent_header_and_reports() -> None:
     assert stream.malformed and stream.malformed[0]["field"] == "tool_calls"
     assert chunks[-1]["choices"][0]["finish_reason"] == "length"
     assert stream.message is not None and "tool_calls" not in stream.message
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_any_split_reconciles(data: st.DataObject) -> None:
+    family, path = data.draw(st.sampled_from(CASES))
+    case = load(path)
+    text = case["output"]
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=12)))
+    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+    on_malformed = case.get("options", {}).get("on_malformed", "raise")
+    stream = ChatCompletionStream(FAMILIES[family], case["prefix"], tools=case.get("tools"), id_factory=ids,
+                                  on_malformed=on_malformed)
+    chunks = [c for p in pieces for c in stream.feed(p)] + stream.finish()
+    assert stream.mismatches == []
+    assert stream.message is not None
+    wire = to_chat_message(stream.message, id_factory=ids)
+    got = accumulate(chunks)
+    assert got["content"] == (wire["content"] or "")
+    assert got["reasoning"] == wire.get("reasoning_content", "")
+    for streamed, final in zip(got["calls"], wire.get("tool_calls", []), strict=False):
+        assert (streamed["id"], streamed["name"], streamed["arguments"]) == (
+            final["id"], final["function"]["name"], final["function"]["arguments"])
+
+
+def test_gpt_oss_typed_arguments_stream_early() -> None:
+    tools = [{"type": "function", "function": {"name": "alarm", "parameters": {
+        "type": "object", "properties": {"hour": {"type": "integer"}, "pin": {"type": "string"}}}}}]
+    stream = ChatCompletionStream("gpt_oss", "", tools=tools, id_factory=ids)
+    chunks = stream.feed('<|channel|>commentary to=functions.alarm<|message|>{"hour": "7", "pin": "007", ')
+    early = "".join(tc["function"]["arguments"] for c in chunks
+                    for tc in c["choices"][0]["delta"].get("tool_calls", []))
+    assert early == '{"hour": 7, "pin": "007"'
+    chunks = stream.feed('"x": [1, {"y": null}]}<|call|>') + stream.finish()
+    rest = "".join(tc["function"]["arguments"] for c in chunks
+                   for tc in c["choices"][0]["delta"].get("tool_calls", []))
+    assert stream.message is not None
+    assert early + rest == to_chat_message(stream.message)["tool_calls"][0]["function"]["arguments"]
+    assert json.loads(early + rest) == {"hour": 7, "pin": "007", "x": [1, {"y": None}]}
+
+
+def _stream_seconds(size: int) -> float:
+    text = "<think>" + "why " * (size // 8) + "</think>" + "word " * (size // 10) + "<|im_end|>"
+    stream = ChatCompletionStream("qwen3", "", created=1)
+    start = time.perf_counter()
+    for i in range(0, len(text), 4):
+        stream.feed(text[i : i + 4])
+    stream.finish()
+    return time.perf_counter() - start
+
+
+def test_streaming_cost_is_linear() -> None:
+    small = min(_stream_seconds(16_000) for _ in range(3))
+    large = min(_stream_seconds(128_000) for _ in range(3))
+    assert large / small < 8 * 2.5  # 8x the text: linear is ~8x, quadratic would be ~64x

@@ -70,6 +70,9 @@ class ResponseParser:
             raise UsageError(f"limits must be a chatparse Limits, found {type(limits).__name__}", code="bad_option")
         self._limits = limits
         self._budget = RegexBudget(limits)
+        # One-shot parsing turns this off: nobody reads the chunk events, and they would keep a second
+        # reference to every region's text alive until the parse ends.
+        self._chunk_events = True
         self._hold_cap = limits.max_holdback + _longest_literal(self._template)
         self._decoder: codecs.IncrementalDecoder | None = None
         self._bytes_in = 0
@@ -89,6 +92,8 @@ class ResponseParser:
         self._version = 0
         self._zw_block = -1  # buffer position where a zero-width open already fired
         self._output: dict[str, Any] = copy.deepcopy(dict(self._template.defaults))
+        # Blocks of `join` fields, joined once at finalize (joining per block would be quadratic).
+        self._join_parts: dict[str, tuple[str, list[str]]] = {}
         self._implicit = self._template.implicit
         self._current: str | None = self._implicit
         self._captures: dict[str, Any] = {}
@@ -237,6 +242,8 @@ class ResponseParser:
                 "region for them; mark them optional or check the delimiters.",
                 field=missing[0],
             )
+        for name, (separator, parts) in self._join_parts.items():
+            self._output[name] = separator.join(parts)
         defaults = self._template.defaults
         self._output = {k: v for k, v in self._output.items() if k in defaults or not _is_empty(v)}
         return self._output, events
@@ -364,7 +371,8 @@ class ResponseParser:
             events.append({"type": "region_open", "field": name})
             self._opened = True
         self._body.append(text)
-        events.append({"type": "region_chunk", "field": name, "text": text, "dirty": not field.parser.streamable})
+        if self._chunk_events:
+            events.append({"type": "region_chunk", "field": name, "text": text, "dirty": not field.parser.streamable})
 
     def _open_explicit(self, events: list[Event], field: CompiledField, hit: Hit) -> None:
         self._current = field.name
@@ -402,13 +410,22 @@ class ResponseParser:
                     f"{type(value).__name__}. Use a text parser or drop 'join'.",
                     code="join_not_string", field=name,
                 )
-            previous = self._output.get(name)
-            self._output[name] = value if previous is None else previous + field.join + value
+            self._join(name, field.join, value)
         elif field.repeats:
             self._output.setdefault(name, []).append(value)
         else:
             self._output[name] = value
         return value
+
+    def _join(self, name: str, separator: str, value: str) -> None:
+        if name in self._join_parts:
+            self._join_parts[name][1].append(value)
+            return
+        previous = self._output.get(name)
+        if previous is not None and not isinstance(previous, str):
+            self._output[name] = previous + separator + value  # fails as the reference does
+        self._join_parts[name] = (separator, [value] if previous is None else [previous, value])
+        self._output[name] = value if previous is None else previous
 
     def _keep_malformed(self, events: list[Event], field: CompiledField, body: str, exc: ChatparseError) -> None:
         entry = {"field": field.name, "code": exc.code, "raw": body}

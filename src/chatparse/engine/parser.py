@@ -193,7 +193,7 @@ class ResponseParser:
         return events
 
     def _quiet_hold(self) -> int:
-        """Fast path: when no watched delimiter's trigger character occurs in the unresolved text, no
+        r"""Fast path: when no watched delimiter's trigger character occurs in the unresolved text, no
         delimiter can match there; only a lead run (``\s*`` of ``\s*<tool_call>``) at the very end can
         be forming. Returns where held text starts, or -1 when the full scan is needed."""
         state = self._current if self._current is not None and self._current != self._implicit else None
@@ -204,6 +204,7 @@ class ResponseParser:
         hold = len(buf)
         for delim in trigger.leads:
             test = delim.info.lead
+            assert test is not None  # Trigger.leads holds only delimiters with a lead run
             start = len(buf)
             while start > pos and test(buf[start - 1]):
                 start -= 1

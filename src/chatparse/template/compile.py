@@ -339,7 +339,7 @@ def char_class(chars: set[str] | frozenset[str]) -> Any:
 
 @dataclass(frozen=True)
 class Trigger:
-    """What must appear in unresolved text before any watched delimiter can match: one of ``chars``.
+    r"""What must appear in unresolved text before any watched delimiter can match: one of ``chars``.
     ``leads`` are delimiters shaped ``<run>* X...`` (e.g. ``\s*<tool_call>``): without a trigger
     character they can only be forming as a run at the very end of the text."""
 

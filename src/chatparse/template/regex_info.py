@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 try:  # Python >= 3.11 keeps the parser here
-    from re import _constants as sre_c
-    from re import _parser as sre_parse
+    from re import _constants as sre_c  # type: ignore[attr-defined]
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover
     import sre_constants as sre_c  # type: ignore[no-redef]
     import sre_parse  # type: ignore[no-redef]

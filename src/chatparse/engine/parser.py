@@ -141,13 +141,19 @@ class ResponseParser:
 
     def feed(self, text: str) -> list[Event]:
         """Add generated text; returns the events it completes (held-back text emits later)."""
-        self._check_open()
-        if not isinstance(text, str):
+        if self._finalized:
+            self._check_open()
+        if type(text) is not str and not isinstance(text, str):
             raise InputTypeError(f"feed() takes str, found {type(text).__name__}; use feed_bytes() for bytes")
         if self._decoder is not None and self._decoder.getstate()[0]:
             raise UsageError("feed() called while feed_bytes() holds an incomplete UTF-8 sequence; feed the rest "
                              "of its bytes first", code="mixed_feed")
-        return self._guarded_feed(text)
+        try:  # the hot path: _guarded_feed inlined
+            return self._feed(text)
+        except ChatparseError:
+            raise
+        except Exception as exc:
+            raise _fault(exc) from exc
 
     def _guarded_feed(self, text: str) -> list[Event]:
         try:

@@ -1,4 +1,4 @@
-"""Degenerate outputs (a model looping on whitespace or one character) inside every region of a part-A
+"""Degenerate outputs (a model looping on whitespace or one character) inside every region of every
 built-in stay within the engine's regex budgets: the delimiter patterns scan in linear time."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 import chatparse
 from chatparse.errors import OutputError
-from chatparse.templates import get_template
+from chatparse.templates import get_template, list_templates
 from tests.templates.test_registry import PART_A
 
 # Text that leaves the parser inside (or at the edge of) each kind of region the part-A formats have.
@@ -21,15 +21,55 @@ OPENERS = [
     "[TOOL_CALLS][]", "<|tool_call_begin|>", "<|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{}",
     "<|tool_call|>[]", "<function_call> {}", "<|action_start|><|plugin|>{}", "<tool_calls>[]",
 ]  # fmt: skip
+# Part B: per family (the generic list above is written for part A's formats), the text that leaves the
+# parser inside each of its regions. "" (the implicit content region) is always included.
+OPENERS_B: dict[str, list[str]] = {
+    "minimax_m1": ["<think>", "<tool_calls>", '<tool_calls>\n{"name": "f", "arguments": {}}'],
+    "minimax_m2": ["<think>", "<minimax:tool_call>", '<minimax:tool_call><invoke name="f">',
+                   '<invoke name="f"><parameter name="a">', '<invoke name="f"></invoke>'],
+    "phi4_mini": ["functools", "functools[", "functools[]"],
+    "xlam": ["<think>", "<think></think>", "[", "[{", "```json", "```json\n[", "<tool_call>", "<tool_call>[{}]",
+             "[TOOL_CALLS]", "[TOOL_CALLS][]"],
+    "hunyuan_a13b": ["<think>", "<answer>", "<answer><tool_calls>", "<tool_calls>[]"],
+    "gpt_oss": ["<|channel|>analysis<|message|>", "<|channel|>final<|message|>", "<|channel|>commentary",
+                "<|channel|>commentary to=functions.f", "<|channel|>commentary to=functions.f <|constrain|>json",
+                "<|channel|>commentary to=functions.f<|message|>", " to=functions.f", " to=functions.f<|channel|>commentary",
+                "<|end|>"],
+    "seed_oss": ["<seed:think>", "<seed:tool_call>", "<seed:tool_call><function=f>",
+                 "<seed:tool_call><function=f><parameter=a>", "<seed:tool_call><function=f></function>"],
+    "step3": ["<think>", "<｜tool_calls_begin｜>", "<｜tool_call_begin｜>function<｜tool_sep｜>",
+              '<｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name="f">',
+              '<｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name="f"><steptml:parameter name="a">',
+              '<｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name="f"></steptml:invoke>'],
+    "longcat": ["<longcat_tool_call>", '<longcat_tool_call>{"name": "f", "arguments": {}}'],
+    "ernie45": ["<think>", "x", "</think>", "</think><response>", "</think><tool_call>", "</think><tool_call>{}"],
+    "olmo3": ["<think>", "<function_calls>", "<function_calls>f()"],
+    "cohere_command": ["<|START_THINKING|>", "<|START_RESPONSE|>", "<|START_ACTION|>", "<|START_ACTION|>[]"],
+    "gemma4": ["<|channel>thought", "<|tool_call>call:f", "<|tool_call>call:f{}"],
+    "functiongemma": ["<start_function_call>call:f", "<start_function_call>call:f{}"],
+    "smollm3": ["<think>", "<tool_call>", "<tool_call>{}"],
+    "lfm2": ["<think>", "<|tool_call_start|>", "<|tool_call_start|>[]"],
+    "nemotron_json": ["<think>", "<TOOLCALL>", "<TOOLCALL>[]"],
+    "apertus": ["<|inner_prefix|>", "<|tools_prefix|>", "<|tools_prefix|>[]"],
+    "functionary_v3_1": ["<function=f>", "<function=f>{}"],
+}
 FILLERS = [" ", "\n"]  # the realistic degenerate loops
 LENGTH = 2500
 CHUNK = 48
 
 
-@pytest.mark.parametrize("name", PART_A)
+def openers_for(name: str) -> list[str]:
+    return OPENERS if name in PART_A else ["", *OPENERS_B[name.replace(".", "_")]]
+
+
+def test_every_built_in_has_openers() -> None:
+    assert {n.replace(".", "_") for n in list_templates()} - {n.replace(".", "_") for n in PART_A} == set(OPENERS_B)
+
+
+@pytest.mark.parametrize("name", list_templates())
 def test_long_degenerate_runs_stay_within_the_regex_budget(name: str) -> None:
     template = get_template(name)
-    for opener in OPENERS:
+    for opener in openers_for(name):
         for filler in FILLERS:
             text = opener + filler * LENGTH
             parser = chatparse.ResponseParser(template, "", on_malformed="keep")

@@ -216,10 +216,11 @@ class ResponseParser:
                 start -= 1
                 if len(buf) - start > self._hold_cap:
                     return -1  # the hold-back cap applies: let the full scan release it
-            if start < len(buf):  # the run test is a superset: ask the pattern where it really starts
-                m = self._budget.run(delim.pattern.search, delim.field, delim.key, buf, start, partial=True)
-                if m is not None and m.partial and m.start() < hold:
-                    hold = m.start()
+            if start < len(buf):  # the run test is a superset: check the pattern really starts there
+                m = self._budget.run(delim.pattern.match, delim.field, delim.key, buf, start, partial=True)
+                if m is None or not m.partial:
+                    return -1  # a character outside the real class: let the full scan decide
+                hold = min(hold, start)
         return hold
 
     def finalize(self) -> tuple[dict[str, Any], list[Event]]:

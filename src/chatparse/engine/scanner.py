@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chatparse.engine.limits import DEFAULT_LIMITS, RegexBudget
-from chatparse.template.compile import Delimiter
+from chatparse.template.compile import Delimiter, char_class
 
 # How far past a regex match the "could it still grow" check looks (see docs/compatibility.md).
 GROWTH_WINDOW = 65536
@@ -33,7 +33,7 @@ class Hit:
 class DelimiterScanner:
     """Finds one delimiter in a growing buffer, remembering where it cannot occur."""
 
-    __slots__ = ("_budget", "_cache", "_cache_from", "_cache_key", "_first", "_frontier", "_prefixes", "_stable",
+    __slots__ = ("_after", "_budget", "_cache", "_cache_from", "_cache_key", "_first", "_frontier", "_prefixes", "_stable",
                  "delim", "longest")
 
     def __init__(self, delim: Delimiter, budget: RegexBudget | None = None) -> None:
@@ -42,6 +42,10 @@ class DelimiterScanner:
         self.longest = delim.longest_literal
         self._prefixes = delim.prefixes
         self._first = delim.first
+        info = delim.info
+        # For `<run>* X...` patterns: a class of X's first characters. Every match contains one, right
+        # after a run of lead characters, which bounds where a match can start.
+        self._after = char_class(info.after_lead) if info.lead is not None and info.after_lead else None
         self._frontier = 0  # no complete occurrence starts in [scan start, frontier)
         self._stable: Hit | None = None  # a complete occurrence no further input can change
         self._cache: Hit | None = None  # the last answer, valid for the same buffer
@@ -113,7 +117,13 @@ class DelimiterScanner:
         if stable is not None and stable.start >= pos and stable.start != zw_block:
             return stable
         start = max(pos, self._frontier) if width is not None else pos
-        m = self._search(buf, start, zw_block)
+        if self._after is None:
+            m = self._search(buf, start, zw_block)
+        else:
+            # Searching a long lead run position by position is quadratic; start at the run before
+            # the first character that can follow it (none: no complete match is possible).
+            after = self._after.search(buf, start)
+            m = None if after is None else self._search(buf, self._lead_start(buf, start, after.start()), zw_block)
         size = len(buf)
         if m is None:
             if width is not None:
@@ -148,6 +158,22 @@ class DelimiterScanner:
         anchor = self.delim.info.anchor
         if floor <= pos and anchor is not None:
             return self._anchored_partial(buf, pos, zw_block, anchor)
+        if floor <= pos and self._after is not None:
+            # A partial match is a lead run reaching the end, or contains a character that follows it.
+            trailing = self._lead_start(buf, pos, len(buf))
+            after = self._after.search(buf, pos, trailing)
+            if after is None:
+                if trailing == len(buf):
+                    return None
+                # Only the trailing run can be forming. An anchored match checks it without the
+                # quadratic complete-match search a partial `search` would first run over the run.
+                m = self._budget.run(self.delim.pattern.match, self.delim.field, self.delim.key, buf, trailing,
+                                     partial=True)
+                if m is not None and m.partial:
+                    return Hit(m.start(), m.end(), m.groupdict(), True)
+                floor = trailing
+            else:
+                floor = self._lead_start(buf, pos, after.start())
         return self._window_partial(buf, max(pos, floor), zw_block)
 
     def _window_partial(self, buf: str, start: int, zw_block: int) -> Hit | None:

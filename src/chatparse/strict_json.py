@@ -19,7 +19,7 @@ _WS_RE: Final = re.compile(r"[ \t\n\r]*")
 _NUMBER_RE: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(?P<frac>\.[0-9]+)?(?P<exp>[eE][+-]?[0-9]+)?")
 _PLAIN_RE: Final = re.compile(r'[^"\\\x00-\x1f\ud800-\udfff]*')
 _HEX4_RE: Final = re.compile(r"[0-9a-fA-F]{4}")
-_SIMPLE_ESCAPES: Final = {
+JSON_ESCAPES: Final = {
     '"': '"',
     "\\": "\\",
     "/": "/",
@@ -313,8 +313,8 @@ class _Parser:
     def _escape(self, i: int) -> tuple[str, int]:
         """Decode the escape at ``i`` (a backslash); surrogate pairs must be complete."""
         char = self.text[i + 1] if i + 1 < len(self.text) else ""
-        if char in _SIMPLE_ESCAPES:
-            return _SIMPLE_ESCAPES[char], i + 2
+        if char in JSON_ESCAPES:
+            return JSON_ESCAPES[char], i + 2
         if char != "u":
             raise self._error(
                 'expected one of \\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX',

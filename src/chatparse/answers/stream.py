@@ -14,17 +14,8 @@ from typing import Final, Literal
 from chatparse.answers.check import AnswerCheck, check_answer
 from chatparse.answers.model import STATUSES
 from chatparse.errors import UsageError
+from chatparse.strict_json import JSON_ESCAPES
 
-_SIMPLE_ESCAPES: Final = {
-    '"': '"',
-    "\\": "\\",
-    "/": "/",
-    "b": "\b",
-    "f": "\f",
-    "n": "\n",
-    "r": "\r",
-    "t": "\t",
-}
 _HEX: Final = frozenset("0123456789abcdefABCDEF")
 _TRACKED: Final = ("status", "answer")
 
@@ -117,7 +108,7 @@ class _TopLevelScanner:
         pending = self.escape or ""
         if pending == "" and char != "u":
             self.escape = None
-            self._emit(_SIMPLE_ESCAPES.get(char, ""))
+            self._emit(JSON_ESCAPES.get(char, ""))
             return
         if pending and char not in _HEX:
             self.escape = None  # malformed escape: shown as nothing; check_answer rejects it later

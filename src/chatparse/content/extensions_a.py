@@ -13,7 +13,7 @@ from typing import Any
 import regex
 
 from chatparse.content.builtin import check_value_parser, parse_value
-from chatparse.content.registry import register_content_parser
+from chatparse.content.registry import register_extensions
 
 Args = Mapping[str, Any]
 
@@ -158,14 +158,7 @@ EXTENSIONS = {
 
 def register() -> None:
     """Register every parser of this module (safe to call more than once)."""
-    for name, (parse, check) in EXTENSIONS.items():
-        register_content_parser(
-            name,
-            parse,
-            validate_args=check,
-            description=(parse.__doc__ or "").strip().split("\n")[0],
-            replace=True,
-        )
+    register_extensions(EXTENSIONS)
 
 
 register()

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NoReturn
 
-from chatparse.content.registry import register_content_parser
+from chatparse.content.registry import register_extensions
 
 Call = dict[str, Any]
 
@@ -451,14 +451,7 @@ EXTENSIONS = {
 
 def register() -> None:
     """Register every parser of this module (safe to call more than once)."""
-    for name, (parse, check) in EXTENSIONS.items():
-        register_content_parser(
-            name,
-            parse,
-            validate_args=check,
-            description=(parse.__doc__ or "").strip().split("\n")[0],
-            replace=True,
-        )
+    register_extensions(EXTENSIONS)
 
 
 register()

@@ -63,6 +63,14 @@ def register_content_parser(
     return spec
 
 
+def register_extensions(table: Mapping[str, tuple[ParseFunc, ArgsValidator | None]]) -> None:
+    """Register a module's table of ``name -> (parse, validate_args)`` extensions (idempotent); each
+    parser's description is the first line of its docstring."""
+    for name, (parse, check) in table.items():
+        register_content_parser(name, parse, validate_args=check, replace=True,
+                                description=(parse.__doc__ or "").strip().split("\n")[0])
+
+
 def get_content_parser(name: str) -> ContentParserSpec:
     """The parser registered as ``name``; ``KeyError`` if there is none."""
     _ensure_loaded()

@@ -456,24 +456,16 @@ def find_regressions(reports: Sequence[PromptReport]) -> Iterator[Regression]:
             )
         for category in CATEGORIES:
             old, new = before.categories[category], after.categories[category]
-            if new.status_accuracy < old.status_accuracy:
-                yield Regression(
-                    after.prompt,
-                    before.prompt,
-                    f"{category} status accuracy",
-                    old.status_accuracy,
-                    new.status_accuracy,
-                    total_note,
-                )
-            if new.contract_pass_rate < old.contract_pass_rate:
-                yield Regression(
-                    after.prompt,
-                    before.prompt,
-                    f"{category} contract pass rate",
-                    old.contract_pass_rate,
-                    new.contract_pass_rate,
-                    total_note,
-                )
+            for metric in ("status_accuracy", "contract_pass_rate"):
+                if getattr(new, metric) < getattr(old, metric):
+                    yield Regression(
+                        after.prompt,
+                        before.prompt,
+                        f"{category} {metric.replace('_', ' ')}",
+                        getattr(old, metric),
+                        getattr(new, metric),
+                        total_note,
+                    )
 
 
 # Run log -----------------------------------------------------------------------------------------

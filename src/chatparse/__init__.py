@@ -1,6 +1,7 @@
 """chatparse: turn raw language-model output into structured, typed, verified data."""
 
 from chatparse.engine import ResponseParser, parse_response
+from chatparse.engine.limits import Limits
 from chatparse.errors import (
     ChatparseError,
     ContentParseError,
@@ -58,6 +59,7 @@ __all__ = [
     *_LAZY,
     "ChatparseError",
     "CompiledTemplate",
+    "Limits",
     "ContentParseError",
     "MissingFieldError",
     "OutputError",

@@ -93,9 +93,10 @@ def make_output(kind: str, size: int, *, seed: int = 0) -> str:
     written, i = size // 2, 0
     while written < size:
         chunk = _words(rng, 4000)
-        parts += [chunk, _call(kind, i)]
-        if kind == "gpt-oss-regex":
-            parts.append("<|channel|>final<|message|>")
+        if kind == "gpt-oss-regex":  # the final message ends, the call follows, a new final message starts
+            parts += [chunk, "<|end|>", _call(kind, i), "<|channel|>final<|message|>"]
+        else:
+            parts += [chunk, _call(kind, i)]
         written += len(chunk) + 80
         i += 1
     parts.append(tail)
@@ -142,7 +143,7 @@ def one_shot(ref: Any, sizes: list[int], repeat: int) -> list[dict[str, Any]]:
             text = make_output(name, size)
             ours, message = _median_time(lambda: parse_response(text, template, prefix=""), repeat)  # noqa: B023
             row: dict[str, Any] = {"bench": "one-shot", "template": name, "bytes": len(text),
-                                   "ours_mb_s": len(text) / ours / 1e6}
+                                   "tool_calls": len(message.get("tool_calls", [])), "ours_mb_s": len(text) / ours / 1e6}
             if ref is not None:
                 theirs, ref_message = _median_time(
                     lambda: ref.parse_response(text, template, prefix=""), max(1, repeat // 2))  # noqa: B023

@@ -3,6 +3,7 @@ and outputs, for one feed, 1-character feeds and random chunkings. Zero divergen
 
 from __future__ import annotations
 
+import json
 import random
 import signal
 from typing import Any
@@ -10,6 +11,8 @@ from typing import Any
 import pytest
 
 import chatparse
+from chatparse.benchmark import TEMPLATES, make_output
+from chatparse.templates import get_template
 from tests.engine import differential as d
 
 reference = pytest.importorskip("transformers.utils.chat_parsing")
@@ -58,6 +61,40 @@ def test_random_templates_match_reference(batch: int) -> None:
                 failures.append(f"seed {seed}: {diff[:400]}")
     assert not failures, "\n".join(failures[:5])
     assert compared >= SEEDS_PER_BATCH * 4 * 0.95, (compared, hung)
+
+
+def _one_shot(parse: Any, template: Any, prefix: str, output: str) -> d.Outcome:
+    try:
+        return d.Outcome(None, [], json.loads(json.dumps(parse(output, template, prefix=prefix), default=repr)), None)
+    except Exception as exc:  # the comparison is about which exceptions escape
+        return d.Outcome(None, [], None, exc)
+
+
+@pytest.mark.parametrize("batch", range(BATCHES))
+def test_one_shot_matches_reference(batch: int) -> None:
+    """parse_response scans the whole text knowing it is complete (no hold-back on the way): it must give
+    the reference's parse_response message, or an error of the same class, on the same 600 templates."""
+    compared = 0
+    failures: list[str] = []
+    for seed in range(batch * SEEDS_PER_BATCH, (batch + 1) * SEEDS_PER_BATCH):
+        rng = random.Random(seed)
+        template = d.random_template(rng)
+        output = d.random_output(rng, template, rng.randint(5, 240))
+        prefix = d.random_prefix(rng, template)
+        signal.signal(signal.SIGALRM, _alarm)
+        signal.alarm(10)
+        try:
+            ref = _one_shot(reference.parse_response, template, prefix, output)
+        except _RefTimeout:
+            continue
+        finally:
+            signal.alarm(0)
+        diff = d.compare(_one_shot(chatparse.parse_response, template, prefix, output), ref)
+        compared += 1
+        if diff:
+            failures.append(f"seed {seed}: {diff[:400]}")
+    assert not failures, "\n".join(failures[:5])
+    assert compared >= SEEDS_PER_BATCH * 0.95
 
 
 TOOLS = [
@@ -121,3 +158,25 @@ def test_python_function_tools_match_reference() -> None:
     ref = reference.parse_response(output, XML_TOOL_TEMPLATE, prefix="", tools=[set_alarm])
     assert ours == ref
     assert ours["tool_calls"][0]["function"]["arguments"] == {"hour": 7, "enabled": True, "label": None}
+
+
+LONG_STREAMS = [(name, name) for name in TEMPLATES] + [
+    ("qwen3", "qwen3-literal"), ("qwen3.5", "qwen3.5-xml"), ("gpt_oss", "gpt-oss-regex"),
+]
+
+
+@pytest.mark.parametrize(("template_name", "kind"), LONG_STREAMS)
+def test_long_streams_match_reference(template_name: str, kind: str) -> None:
+    """Outputs long enough for buffer compaction, the fast path's skipped text and its collapse, and the
+    per-literal memo to matter (the random cases above are short): every feed's events must match."""
+    template = TEMPLATES.get(template_name) or get_template(template_name)
+    text = make_output(kind, 12_000, seed=3)
+    for size in (1, 4, 7, 64):
+        chunks = [text[i : i + size] for i in range(0, len(text), size)]
+        ref = _run_reference(template, "", chunks)
+        assert ref is not None
+        diff = d.compare(d.run(chatparse.ResponseParser, template, "", chunks), ref)
+        assert diff is None, f"{template_name} in {size}-character chunks: {diff[:600]}"
+    ours = _one_shot(chatparse.parse_response, template, "", text)
+    assert d.compare(ours, _one_shot(reference.parse_response, template, "", text)) is None
+    assert ours.final["tool_calls"], "the output has tool calls"

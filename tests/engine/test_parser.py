@@ -195,3 +195,69 @@ def test_chunking_equivalence_property(text: str) -> None:
         except chatparse.ChatparseError:
             continue
         assert_chunking_equivalent(template, "", text)
+
+
+# --- the quiet fast path (chunks without a trigger character skip the scan) ---------------------------
+
+LOOKBEHIND = {
+    "start_anchor": "<|im_start|>assistant\n",
+    "fields": {
+        # The close needs a `{` any distance back (the engine keeps 4,096 characters for it): the fast path
+        # must keep that much of the text it emitted without buffering, across many of its collapses.
+        "block": {"open": "<x>", "close_pattern": r"(?<=\{[^<]*)</x>"},
+        "content": {"close": "<|im_end|>"},
+    },
+}
+
+
+def test_fast_path_keeps_the_context_a_lookbehind_reads() -> None:
+    body = "{" + "a b c " * 400 + "}"  # 2,402 characters without a trigger character
+    text = f"intro <x>{body}</x> outro<|im_end|>"
+    message = assert_chunking_equivalent(LOOKBEHIND, "", text)
+    assert message == {"block": body, "content": "outro"}  # content does not repeat: the last one wins
+    parser = chatparse.ResponseParser(LOOKBEHIND, "")
+    for i in range(0, len(text), 4):
+        parser.feed(text[i : i + 4])
+    assert parser.finalize()[0] == message
+
+
+def test_fast_path_holds_a_trailing_lead_run() -> None:
+    template = {
+        "start_anchor": "<|im_start|>assistant\n",
+        "fields": {
+            "tool_calls": {"open_pattern": r"\s*<tool_call>", "close": "</tool_call>", "content": "json"},
+            "content": {"close_pattern": r"\s*<\|im_end\|>"},
+        },
+    }
+    parser = chatparse.ResponseParser(template, "")
+    assert parser.feed("Hello") == [{"type": "region_open", "field": "content"},
+                                    {"type": "region_chunk", "field": "content", "text": "Hello", "dirty": False}]
+    assert parser.feed(" world \n ") == [{"type": "region_chunk", "field": "content", "text": " world",
+                                         "dirty": False}]
+    assert parser.held == 3  # " \n " may still be the start of `\s*<tool_call>`
+    assert parser.feed("again") == [{"type": "region_chunk", "field": "content", "text": " \n again",
+                                     "dirty": False}]
+    assert parser.held == 0
+    parser.feed('  <tool_call>{"a": 1}</tool_call>')
+    message, _ = parser.finalize()
+    assert message == {"content": "Hello world \n again", "tool_calls": {"a": 1}}
+
+
+def test_fast_path_credits_the_regex_budget() -> None:
+    limits = chatparse.Limits(message_budget=0.5, per_char=1e-3)
+    parser = chatparse.ResponseParser(QWEN, "", limits=limits)
+    parser.feed("<think>")
+    before = parser._budget.message_left
+    for _ in range(100):
+        parser.feed("abcd")  # no `<`: the fast path takes all of these
+    parser.feed("</think>")  # a full scan: the 400 characters are credited first
+    assert parser._budget.message_left >= before + 400 * 1e-3 - 0.01
+
+
+def test_fast_path_keeps_only_the_context_of_skipped_text() -> None:
+    parser = chatparse.ResponseParser(LOOKBEHIND, "")
+    parser.feed("<x>")
+    for _ in range(10_000):
+        parser.feed("abcd")
+    assert sum(map(len, parser._skipped)) <= 4096 + 64 * 4
+    assert len(parser._body) == 10_000  # the region itself keeps everything, as it must

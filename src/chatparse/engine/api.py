@@ -71,6 +71,6 @@ def _parse_one(text: str, template: Any, prefix: str, tools: Any, on_malformed: 
                limits: Limits | None) -> dict[str, Any]:
     parser = ResponseParser(template, prefix, tools=tools, on_malformed=on_malformed, limits=limits)
     parser._chunk_events = False  # the message is all we return; events are discarded
-    parser.feed(text)
+    parser._feed_whole(text)
     message, _ = parser.finalize()
     return message

@@ -64,6 +64,10 @@ class RegexBudget:
         self.message_left += extra
         self.search_allowance = self.limits.search_timeout + extra
 
+    def credit(self, size: int) -> None:
+        """``size`` characters arrived without a feed of their own (the parser's fast path)."""
+        self.message_left += size * self.limits.per_char
+
     def run(self, method: Callable[..., Any], field: str | None, key: str, *args: Any, **kwargs: Any) -> Any:
         """Call a ``regex`` pattern method with the timeout that is left; charge the time it took."""
         search = self.search_allowance

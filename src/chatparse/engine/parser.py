@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import codecs
 import copy
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 import regex
@@ -38,6 +38,11 @@ OnMalformed = Literal["raise", "keep"]
 _OPEN, _CLOSE = 0, 1
 # Drop consumed text once this much of it (and at least half the buffer) is droppable: amortised O(1).
 _COMPACT_MIN = 1024
+# The fast path joins its skipped chunks after this many (keeping the template's context of them).
+_SKIP_COLLAPSE = 64
+# (single trigger character or None, trigger pattern, lead-run test or None, the fast path may hold a
+# trailing lead run itself, field, dirty)
+_QuietEntry = tuple[str | None, Any, Callable[[str], bool] | None, bool, str, bool]
 
 
 class InputTypeError(UsageError, TypeError):
@@ -102,6 +107,11 @@ class ResponseParser:
         self._finalized = False
         self._watch = self._build_watchlists()
         self._triggers = self._template.triggers
+        # The quiet fast path (see ``feed``): armed with the open region's entry when nothing is held.
+        self._quiet_table = self._build_quiet_table()
+        self._quiet: _QuietEntry | None = None
+        self._skipped: list[str] = []  # text the fast path emitted without appending it to ``_buf``
+        self._fast_chars = 0  # characters the fast path took (their regex budget is credited later)
         self.initial_events: list[Event] = []
         if not isinstance(prefix, str):
             raise InputTypeError(f"prefix must be a str, found {type(prefix).__name__}")
@@ -141,6 +151,43 @@ class ResponseParser:
 
     def feed(self, text: str) -> list[Event]:
         """Add generated text; returns the events it completes (held-back text emits later)."""
+        quiet = self._quiet
+        if quiet is not None and type(text) is str and text:
+            # The fast path. Armed only while the open region's watched delimiters are known to need one
+            # of a few trigger characters, and what is held is at most a run of lead characters (the
+            # `\s*` of `\s*<tool_call>`). A chunk without a trigger character then cannot complete or
+            # start a delimiter: it (and the held run) goes to the region, except a lead run at its end.
+            single, pattern, lead, runs, name, dirty = quiet
+            if not ((single in text) if single is not None else (pattern.search(text) is not None)):
+                pos, buf = self._pos, self._buf
+                size = len(buf)
+                if lead is None or not lead(text[-1]):
+                    out = text if pos == size else buf[pos:] + text
+                    self._pos = size
+                elif runs:  # hold the chunk's trailing lead run, as the full scan would
+                    k = len(text) - 1
+                    while k and lead(text[k - 1]):
+                        k -= 1
+                    if not k or len(text) - k > self._hold_cap:
+                        return self._feed_checked(text)
+                    out = text[:k] if pos == size else buf[pos:] + text[:k]
+                    self._pos = size
+                    self._append(text[k:])
+                    text = text[:k]
+                else:
+                    return self._feed_checked(text)
+                self._fast_chars += len(text)
+                self._body.append(out)
+                skipped = self._skipped
+                skipped.append(text)
+                if len(skipped) >= _SKIP_COLLAPSE:
+                    self._collapse_skipped()
+                if self._chunk_events:
+                    return [{"type": "region_chunk", "field": name, "text": out, "dirty": dirty}]
+                return []
+        return self._feed_checked(text)
+
+    def _feed_checked(self, text: str) -> list[Event]:
         if self._finalized:
             self._check_open()
         if type(text) is not str and not isinstance(text, str):
@@ -154,6 +201,17 @@ class ResponseParser:
             raise
         except Exception as exc:
             raise _fault(exc) from exc
+
+    def _feed_whole(self, text: str) -> None:
+        """The one-shot path: the whole generation at once. Nothing is scanned until ``finalize``, which
+        knows no more text comes, so no match is held back or re-checked for growth on the way."""
+        if type(text) is not str and not isinstance(text, str):
+            raise InputTypeError(f"parse_response() takes str, found {type(text).__name__}")
+        self._check_open()
+        if self._fast_chars:
+            self._unskip()
+        self._quiet = None
+        self._append(text)
 
     def _guarded_feed(self, text: str) -> list[Event]:
         try:
@@ -172,6 +230,7 @@ class ResponseParser:
             raise InputTypeError(f"feed_bytes() takes bytes, found {type(data).__name__}; use feed() for str")
         if self._decoder is None:
             self._decoder = codecs.getincrementaldecoder("utf-8")("strict")
+            self._quiet = None  # feed() must check for a pending partial character from now on
         pending = len(self._decoder.getstate()[0])
         try:
             text = self._decoder.decode(data, final=False)
@@ -185,6 +244,8 @@ class ResponseParser:
         return self._guarded_feed(text)
 
     def _feed(self, text: str) -> list[Event]:
+        if self._fast_chars:
+            self._unskip()
         self._budget.start_feed(len(text))
         events: list[Event] = []
         if text:
@@ -194,9 +255,60 @@ class ResponseParser:
                 if hold > self._pos:
                     self._accumulate(events, self._buf[self._pos : hold])
                     self._pos = hold
+                self._arm(held=True)
                 return events
         self._process(events, eos=False)
+        self._arm()
         return events
+
+    def _arm(self, held: bool = False) -> None:
+        """Arm the fast path when a region is open and nothing is held (``held``: what is held is a lead
+        run ``_quiet_hold`` found); else disarm it."""
+        size = len(self._buf)
+        # Skipped text goes in at the buffer's end: a zero-width open that fired there stays blocked
+        # only if the next text is appended there, so that case takes the full path.
+        if (self._opened and (held or self._pos == size) and self._zw_block != size and self._decoder is None
+                and not self._finalized):
+            name = self._current
+            self._quiet = self._quiet_table.get(None if name == self._implicit else name)
+        else:
+            self._quiet = None
+
+    def _collapse_skipped(self) -> None:
+        """Keep only the template's context of the skipped text (lookbehinds read no further)."""
+        context = self._template.context
+        keep = "".join(self._skipped)[-context:] if context else ""
+        self._skipped[:] = [keep] if keep else []
+
+    def _unskip(self) -> None:
+        """Account for the text the fast path emitted: as if it had been appended and consumed. With no
+        lookbehind in the template nothing reads it again, so the buffer need not hold it."""
+        self._budget.credit(self._fast_chars)
+        self._fast_chars = 0
+        text = "".join(self._skipped)
+        self._skipped.clear()
+        if self._template.context:  # nothing is held here: the fast path holds runs only without context
+            self._append(text)
+            self._pos = len(self._buf)
+
+    def _build_quiet_table(self) -> dict[str | None, _QuietEntry | None]:
+        fields = self._template.fields
+        table: dict[str | None, _QuietEntry | None] = {}
+        for state, trigger in self._triggers.items():
+            name = self._implicit if state is None else state
+            if trigger is None or name is None:
+                table[state] = None
+                continue
+            charset = trigger.charset
+            single = next(iter(charset)) if len(charset) == 1 else None
+            tests = [d.info.lead for d in trigger.leads if d.info.lead is not None]
+            lead = _union_test(tests)
+            # The fast path holds a chunk's trailing run itself only where that is exactly what the
+            # full scan would hold: one lead class, always forming, and no text kept for lookbehinds.
+            runs = (not self._template.context and all(d.info.lead_forming for d in trigger.leads)
+                    and len({getattr(t, "__self__", t) for t in tests}) == 1)
+            table[state] = (single, trigger.chars, lead, runs, name, not fields[name].parser.streamable)
+        return table
 
     def _quiet_hold(self) -> int:
         r"""Fast path: when no watched delimiter's trigger character occurs in the unresolved text, no
@@ -216,10 +328,11 @@ class ResponseParser:
                 start -= 1
                 if len(buf) - start > self._hold_cap:
                     return -1  # the hold-back cap applies: let the full scan release it
-            if start < len(buf):  # the run test is a superset: check the pattern really starts there
-                m = self._budget.run(delim.pattern.match, delim.field, delim.key, buf, start, partial=True)
-                if m is None or not m.partial:
-                    return -1  # a character outside the real class: let the full scan decide
+            if start < len(buf):
+                if not delim.info.lead_forming:  # check the pattern really is forming there
+                    m = self._budget.run(delim.pattern.match, delim.field, delim.key, buf, start, partial=True)
+                    if m is None or not m.partial:
+                        return -1  # let the full scan decide
                 hold = min(hold, start)
         return hold
 
@@ -235,6 +348,12 @@ class ResponseParser:
                     f"Expected the byte stream to end on a complete UTF-8 character, found {len(pending)} "
                     f"trailing byte(s) of an incomplete one: {pending!r}", offset=self._bytes_in - len(pending),
                 )
+        self._quiet = None
+        try:
+            if self._fast_chars:
+                self._unskip()
+        except Exception as exc:
+            raise _fault(exc) from exc
         self._budget.start_feed(len(self._buf) - self._pos)
         try:
             self._process(events, eos=True)
@@ -271,6 +390,7 @@ class ResponseParser:
         if tail:
             self._append(tail)
             self._process(self.initial_events, eos=False)
+            self._arm()
 
     def _append(self, text: str) -> None:
         keep_from = self._pos - self._template.context
@@ -521,6 +641,16 @@ def _tool_properties(tools: Iterable[Any]) -> dict[str, dict[str, Any]]:
     from chatparse.tools.schema import tool_parameter_properties  # pydantic-backed; loaded only when used
 
     return tool_parameter_properties(tools)
+
+
+def _union_test(tests: list[Callable[[str], bool]]) -> Callable[[str], bool] | None:
+    """One membership test for several character classes (one set lookup when they are sets)."""
+    if len(tests) <= 1:
+        return tests[0] if tests else None
+    sets = [getattr(test, "__self__", None) for test in tests]
+    if all(isinstance(x, frozenset) for x in sets):
+        return frozenset().union(*sets).__contains__  # type: ignore[arg-type]
+    return lambda c: any(test(c) for test in tests)
 
 
 def _is_empty(value: Any) -> bool:

@@ -33,8 +33,8 @@ class Hit:
 class DelimiterScanner:
     """Finds one delimiter in a growing buffer, remembering where it cannot occur."""
 
-    __slots__ = ("_after", "_budget", "_cache", "_cache_from", "_cache_key", "_first", "_frontier", "_prefixes", "_stable",
-                 "delim", "longest")
+    __slots__ = ("_after", "_budget", "_cache", "_cache_from", "_cache_key", "_first", "_frontier", "_lit_at",
+                 "_lit_scan", "_prefixes", "_stable", "delim", "longest")
 
     def __init__(self, delim: Delimiter, budget: RegexBudget | None = None) -> None:
         self.delim = delim
@@ -51,6 +51,11 @@ class DelimiterScanner:
         self._cache: Hit | None = None  # the last answer, valid for the same buffer
         self._cache_key: tuple[int, int, bool, int] | None = None
         self._cache_from = 0
+        # Per literal: where it next occurs (>= 0), or -1 (none before ``_lit_scan``), or -2 (unknown).
+        # A literal that occurs rarely (`<|return|>` beside `<|end|>`) is not searched for again.
+        count = len(delim.literals or ())
+        self._lit_at = [-2] * count
+        self._lit_scan = [0] * count
 
     def shift(self, n: int) -> None:
         """The buffer lost its first ``n`` characters."""
@@ -59,6 +64,11 @@ class DelimiterScanner:
             self._stable = Hit(self._stable.start - n, self._stable.end - n, self._stable.groups, False)
         self._cache = None
         self._cache_key = None
+        at, scan = self._lit_at, self._lit_scan
+        for i in range(len(at)):
+            if at[i] >= 0:
+                at[i] = at[i] - n if at[i] >= n else -2
+            scan[i] = max(0, scan[i] - n)
 
     def find(self, buf: str, pos: int, eos: bool, version: int, zw_block: int) -> Hit | None:
         key = (version, len(buf), eos, zw_block)
@@ -79,10 +89,22 @@ class DelimiterScanner:
             return self._literal_hit(stable.start, stable.end, size, eos)
         start = max(pos, self._frontier)
         best_start, best_len = -1, 0
-        for lit in self.delim.literals or ():  # ordered longest first: the first found at a start wins
-            found = buf.find(lit, start, best_start + len(lit) if best_start >= 0 else size)
+        at_list, scan_list = self._lit_at, self._lit_scan
+        for i, lit in enumerate(self.delim.literals or ()):  # longest first: the first found at a start wins
+            n = len(lit)
+            end = best_start + n if best_start >= 0 else size
+            at = at_list[i]
+            if at >= start:  # the first occurrence at or after an earlier (smaller) start
+                found = at if at + n <= end else -1
+            else:
+                from_ = max(start, scan_list[i]) if at == -1 else start
+                found = buf.find(lit, from_, end)
+                if found == -1:
+                    at_list[i], scan_list[i] = -1, max(from_, end - n + 1)
+                else:
+                    at_list[i] = found
             if found != -1 and (best_start < 0 or found < best_start):
-                best_start, best_len = found, len(lit)
+                best_start, best_len = found, n
         if best_start >= 0:
             hit = self._literal_hit(best_start, best_start + best_len, size, eos)
             if best_start + self.longest <= size:  # no longer literal can still start here

@@ -345,6 +345,10 @@ class Trigger:
 
     chars: Any
     leads: tuple[Delimiter, ...] = ()
+    charset: frozenset[str] = frozenset()  # the characters ``chars`` matches (empty: nothing to watch)
+
+
+_NEVER = regex.compile("(?!)")
 
 
 def _trigger(delims: list[Delimiter]) -> Trigger | None:
@@ -359,7 +363,9 @@ def _trigger(delims: list[Delimiter]) -> Trigger | None:
             leads.append(delim)
         else:
             return None
-    return Trigger(char_class(chars), tuple(leads)) if chars else None
+    if not delims:
+        return Trigger(_NEVER)  # a region without a close: nothing can end it before the text does
+    return Trigger(char_class(chars), tuple(leads), frozenset(chars)) if chars else None
 
 
 def load_template(obj: Any) -> CompiledTemplate:

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from typing import Any
 
 try:  # Python >= 3.11 keeps the parser here
-    from re import _constants as sre_c  # type: ignore[attr-defined]
-    from re import _parser as sre_parse  # type: ignore[attr-defined]
+    from re import _constants as sre_c  # type: ignore[attr-defined,unused-ignore]
+    from re import _parser as sre_parse  # type: ignore[attr-defined,unused-ignore]
 except ImportError:  # pragma: no cover
-    import sre_constants as sre_c  # type: ignore[no-redef]
-    import sre_parse  # type: ignore[no-redef]
+    import sre_constants as sre_c  # type: ignore[no-redef,unused-ignore]
+    import sre_parse  # type: ignore[no-redef,unused-ignore]
 
 # Consumed text kept before the scan position when a pattern may look behind an unknown distance.
 WIDE_CONTEXT = 4096
@@ -37,6 +37,9 @@ class PatternInfo:
     first_chars: frozenset[str] | None = None  # every match starts with one of these (None: unknown)
     anchor: str | None = None  # the literal text every match has right after its leading run
     after_lead: frozenset[str] | None = None  # first characters of what follows the leading run
+    # A non-empty run of lead characters at the end of the text is always a partial match (no regex
+    # call needed to know): the lead test is exact and what follows must read a non-lead character.
+    lead_forming: bool = False
 
 
 UNKNOWN = PatternInfo(max_width=None, looks_ahead=True, context=WIDE_CONTEXT)
@@ -52,23 +55,27 @@ def analyze(pattern: str) -> PatternInfo:
     if walker.unknown:
         return UNKNOWN
     width = _bounded_width(parsed)
-    lead, rest_width = _leading_run(parsed)
     caseless = parsed.state.flags & (re.IGNORECASE | re.VERBOSE)
+    # Lead tests are exact membership tests of the class as `regex` reads it in the default mode.
+    lead, rest_width = (None, None) if parsed.state.flags & (re.IGNORECASE | re.ASCII | re.LOCALE) \
+        else _leading_run(parsed)
+    after_lead = None if caseless or lead is None else _after_lead(parsed)
     return PatternInfo(
         max_width=width,
         looks_ahead=walker.looks_ahead,
         context=walker.context,
         lead=lead,
         rest_width=rest_width,
-        first_chars=None if caseless or parsed.getwidth()[0] == 0 else _first_chars(parsed),
+        first_chars=None if caseless else _first_chars(parsed),
         anchor=None if caseless else _anchor_literal(parsed, lead is not None),
-        after_lead=None if caseless or lead is None else _after_lead(parsed),
+        after_lead=after_lead,
+        lead_forming=lead is not None and after_lead is not None and _reads_first(parsed[1:])
+        and not any(lead(c) for c in after_lead),
     )
 
 
 def _after_lead(items: Any) -> frozenset[str] | None:
-    rest = sre_parse.SubPattern(items.state, list(items[1:]))
-    return _first_chars(rest) if rest.getwidth()[0] > 0 else None
+    return _first_chars(sre_parse.SubPattern(items.state, list(items[1:])))
 
 
 def _anchor_literal(items: Any, has_lead: bool) -> str | None:
@@ -80,28 +87,64 @@ def _anchor_literal(items: Any, has_lead: bool) -> str | None:
     return "".join(chars) or None
 
 
-_ZERO_WIDTH = (sre_c.AT, sre_c.ASSERT, sre_c.ASSERT_NOT)
-
-
 def _first_chars(items: Any) -> frozenset[str] | None:
-    """The characters a non-empty match of ``items`` can start with, when that is simple to know."""
+    """The characters that can be at the start of a match of ``items`` (the first one consumed, or the
+    one a lookahead asserts there for a zero-width match), when that is simple to know."""
+    chars, decided = _firsts(items)
+    return chars if decided else None
+
+
+_REPEATS = (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, sre_c.POSSESSIVE_REPEAT)
+
+
+def _reads_first(items: Any) -> bool:
+    """Whether every way to match ``items`` reads the character at its start before any zero-width
+    test that could fail without it (a match attempt at the end of the text is then partial)."""
+    chars, decided = _firsts(items, strict=True)
+    return chars is not None and decided
+
+
+def _firsts(items: Any, strict: bool = False) -> tuple[frozenset[str] | None, bool]:
+    """``(chars, decided)``: ``chars`` (None: unknown) can be at a match's start; ``decided`` is False when
+    ``items`` can also match empty without constraining that character (what follows then decides).
+    ``strict``: a zero-width test before the deciding character gives up (None)."""
+    acc: set[str] = set()
     for op, av in items:
-        if op in _ZERO_WIDTH:
-            continue
+        if op in (sre_c.AT, sre_c.ASSERT_NOT) or (op == sre_c.ASSERT and av[0] < 0):
+            if strict:
+                return None, False
+            continue  # zero-width and says nothing about the next character
+        if op == sre_c.ASSERT:  # a lookahead: when it must read a character, that one is at the start
+            chars, decided = _firsts(av[1], strict)
+            if strict and not (chars is not None and decided):
+                return None, False
+            if chars is not None and decided:
+                return frozenset(acc | chars), True
+            continue  # ignoring a constraint only widens the set
         if op == sre_c.LITERAL:
-            return frozenset(chr(av))
+            return frozenset(acc | {chr(av)}), True
         if op == sre_c.IN:
-            return _set_chars(av)
-        if op == sre_c.SUBPATTERN:
-            sub = av[-1]
-            return _first_chars(sub) if sub.getwidth()[0] > 0 else None
-        if op == sre_c.BRANCH:
-            firsts = [_first_chars(b) if b.getwidth()[0] > 0 else None for b in av[1]]
-            return None if any(f is None for f in firsts) else frozenset().union(*firsts)  # type: ignore[arg-type]
-        if op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, sre_c.POSSESSIVE_REPEAT) and av[0] >= 1:
-            return _first_chars(av[2])
-        return None
-    return None
+            chars = _set_chars(av)
+            return (None, False) if chars is None else (frozenset(acc | chars), True)
+        if op in (sre_c.SUBPATTERN, sre_c.ATOMIC_GROUP):
+            chars, decided = _firsts(av[-1] if op == sre_c.SUBPATTERN else av, strict)
+        elif op == sre_c.BRANCH:
+            results = [_firsts(b, strict) for b in av[1]]
+            if any(c is None for c, _ in results):
+                return None, False
+            chars = frozenset().union(*(c for c, _ in results if c is not None))
+            decided = all(d for _, d in results)
+        elif op in _REPEATS:
+            chars, decided = _firsts(av[2], strict)
+            decided = decided and av[0] >= 1
+        else:
+            return None, False
+        if chars is None:
+            return None, False
+        acc |= chars
+        if decided:
+            return frozenset(acc), True
+    return frozenset(acc), False
 
 
 def _set_chars(av: Any) -> frozenset[str] | None:
@@ -172,11 +215,17 @@ def _leading_run(items: Any) -> tuple[CharTest | None, int | None]:
     return test, _bounded_width(rest)
 
 
+# What `\s` matches in the `regex` module (Unicode White_Space; unlike str.isspace(), not U+001C-U+001F).
+REGEX_SPACE = frozenset(
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
+
+
 def _char_test(op: Any, av: Any) -> CharTest | None:
-    """A membership test that is a superset of the class in the ``regex`` module, or None."""
+    """The exact membership test of one character class as the ``regex`` module reads it, or None."""
     if op == sre_c.LITERAL:
-        char = chr(av)
-        return lambda c: c == char
+        return frozenset(chr(av)).__contains__
     if op != sre_c.IN:
         return None
     chars: set[str] = set()
@@ -188,12 +237,16 @@ def _char_test(op: Any, av: Any) -> CharTest | None:
         elif item_op == sre_c.RANGE:
             ranges.append(item_av)
         elif item_op == sre_c.CATEGORY and item_av in (sre_c.CATEGORY_SPACE, sre_c.CATEGORY_UNI_SPACE):
-            space = True  # str.isspace() includes every character regex's \s does
+            space = True
         else:
             return None
+    if space:
+        chars |= REGEX_SPACE
+    if not ranges:
+        return frozenset(chars).__contains__  # a C-level test on the hot path
 
     def test(c: str) -> bool:
-        return c in chars or (space and c.isspace()) or any(lo <= ord(c) <= hi for lo, hi in ranges)
+        return c in chars or any(lo <= ord(c) <= hi for lo, hi in ranges)
 
     return test
 

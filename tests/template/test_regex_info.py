@@ -1,0 +1,83 @@
+"""Static facts about delimiter patterns: the engine's fast paths are only as right as these."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import regex
+from hypothesis import given
+from hypothesis import strategies as st
+
+from chatparse.template.regex_info import REGEX_SPACE, analyze
+
+
+def test_regex_space_is_exactly_what_regex_matches_with_backslash_s() -> None:
+    space = regex.compile(r"\s")
+    found = {chr(i) for i in range(sys.maxunicode + 1) if space.match(chr(i))}
+    assert found == REGEX_SPACE
+    assert "\x1c" not in REGEX_SPACE and "\x1c".isspace()  # why str.isspace() is not the test
+
+
+@pytest.mark.parametrize(
+    ("pattern", "first"),
+    [
+        ("<tool_call>", {"<"}),
+        ("[ab]c|d", {"a", "b", "d"}),
+        ("(?=<tool_call>)", {"<"}),  # zero-width: the character the lookahead needs
+        ("</think>\\s*|(?=<tool_call>\\s{0,16}<function=)", {"<"}),
+        ("(?:<tool_call>\\s*)?<function=", {"<"}),  # an optional prefix: its first or what follows
+        ("(?<=\\})</tool_call>", {"<"}),  # a lookbehind says nothing about the next character
+        ("(?=.*x)abc", {"a"}),  # a lookahead of unknown start is ignored, not trusted
+        ("x?", None),  # may match empty anywhere
+        ("(?=a)|b?", None),
+        ("\\Z", None),
+        ("\\s*<x>", None),  # a lead run: not one character class the engine can search for cheaply
+        ("(?i)<x>", None),
+    ],
+)
+def test_first_chars(pattern: str, first: set[str] | None) -> None:
+    info = analyze(pattern)
+    assert info.first_chars == (None if first is None else frozenset(first))
+
+
+@pytest.mark.parametrize(
+    ("pattern", "forming"),
+    [
+        ("\\s*<tool_call>", True),
+        ("\\s*(?:<\\|im_end\\|>|<\\|endoftext\\|>)\\s*", True),
+        ("\\s*(?:<tool_call>\\s*)?<function=(?P<name>[^>\\n]+)>", True),
+        ("\\s*(?=<x>)", True),  # a lookahead reads the next character too
+        ("\\s*(?<=a)<x>", False),  # a lookbehind after the run can fail without reading further
+        ("\\s*\\b<x>", False),
+        ("\\s*\\s<x>", False),  # what follows can itself be a lead character
+        ("[ \\t]*<x>", True),
+        ("(?a)\\s*<x>", False),  # ASCII mode: the lead test would not be exact
+        ("(?i)x*<y>", False),
+    ],
+)
+def test_lead_forming(pattern: str, forming: bool) -> None:
+    assert analyze(pattern).lead_forming is forming
+
+
+@given(st.text(alphabet=" \t\n\x0b\x0c\r\x1c\x85\xa0\u2028<ax", max_size=12))
+def test_lead_forming_means_a_trailing_run_is_a_partial_match(text: str) -> None:
+    """The fact the engine relies on instead of a regex call, checked against the regex module."""
+    for source in ("\\s*<tool_call>", "\\s*(?:<tool_call>\\s*)?<function=", "[ \\t]*(?=<x>)"):
+        info = analyze(source)
+        assert info.lead_forming and info.lead is not None
+        run = len(text)
+        while run and info.lead(text[run - 1]):
+            run -= 1
+        if run < len(text):
+            m = regex.compile(source).match(text, run, partial=True)
+            assert m is not None and m.partial, (source, text)
+
+
+@given(st.text(alphabet=" \t\n<>atool_cl/", max_size=30))
+def test_first_chars_hold_for_every_match(text: str) -> None:
+    for source in ("</think>\\s*|(?=<tool_call>)", "(?:<tool_call>\\s*)?<function=", "(?=<t)|<a"):
+        first = analyze(source).first_chars
+        assert first is not None
+        for m in regex.compile(source).finditer(text, overlapped=True):
+            assert m.start() < len(text) and text[m.start()] in first, (source, text, m)

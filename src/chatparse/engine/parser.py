@@ -40,6 +40,7 @@ _OPEN, _CLOSE = 0, 1
 _COMPACT_MIN = 1024
 # The fast path joins its skipped chunks after this many (keeping the template's context of them).
 _SKIP_COLLAPSE = 64
+_SCALARS = frozenset({str, int, float, bool, type(None)})  # default values shared, not copied
 # (single trigger character or None, trigger pattern, lead-run test or None, the fast path may hold a
 # trailing lead run itself, field, dirty)
 _QuietEntry = tuple[str | None, Any, Callable[[str], bool] | None, bool, str, bool]
@@ -96,7 +97,9 @@ class ResponseParser:
         self._pos = 0
         self._version = 0
         self._zw_block = -1  # buffer position where a zero-width open already fired
-        self._output: dict[str, Any] = copy.deepcopy(dict(self._template.defaults))
+        defaults = self._template.defaults
+        self._output: dict[str, Any] = dict(defaults) if all(
+            type(v) in _SCALARS for v in defaults.values()) else copy.deepcopy(dict(defaults))
         # Blocks of `join` fields, joined once at finalize (joining per block would be quadratic).
         self._join_parts: dict[str, tuple[str, list[str]]] = {}
         self._implicit = self._template.implicit
@@ -108,7 +111,10 @@ class ResponseParser:
         self._watch = self._build_watchlists()
         self._triggers = self._template.triggers
         # The quiet fast path (see ``feed``): armed with the open region's entry when nothing is held.
-        self._quiet_table = self._build_quiet_table()
+        tables = self._template.engine_tables
+        if "quiet" not in tables:
+            tables["quiet"] = self._build_quiet_table()
+        self._quiet_table: dict[str | None, _QuietEntry | None] = tables["quiet"]
         self._quiet: _QuietEntry | None = None
         self._skipped: list[str] = []  # text the fast path emitted without appending it to ``_buf``
         self._fast_chars = 0  # characters the fast path took (their regex budget is credited later)
@@ -172,6 +178,14 @@ class ResponseParser:
                         return self._feed_checked(text)
                     out = text[:k] if pos == size else buf[pos:] + text[:k]
                     self._pos = size
+                    if self._template.context:  # lookbehinds may read the skipped text: buffer it first
+                        self._skipped.append(text[:k])
+                        self._fast_chars += k
+                        self._unskip()
+                        self._append(text[k:])
+                        self._body.append(out)
+                        return [{"type": "region_chunk", "field": name, "text": out, "dirty": dirty}] \
+                            if self._chunk_events else []
                     self._append(text[k:])
                     text = text[:k]
                 else:
@@ -287,7 +301,7 @@ class ResponseParser:
         self._fast_chars = 0
         text = "".join(self._skipped)
         self._skipped.clear()
-        if self._template.context:  # nothing is held here: the fast path holds runs only without context
+        if self._template.context:  # nothing is held here (the fast path buffers before it holds a run)
             self._append(text)
             self._pos = len(self._buf)
 
@@ -304,9 +318,8 @@ class ResponseParser:
             tests = [d.info.lead for d in trigger.leads if d.info.lead is not None]
             lead = _union_test(tests)
             # The fast path holds a chunk's trailing run itself only where that is exactly what the
-            # full scan would hold: one lead class, always forming, and no text kept for lookbehinds.
-            runs = (not self._template.context and all(d.info.lead_forming for d in trigger.leads)
-                    and len({getattr(t, "__self__", t) for t in tests}) == 1)
+            # full scan would hold: one lead class, always forming.
+            runs = all(d.info.lead_forming for d in trigger.leads) and len({getattr(t, "__self__", t) for t in tests}) == 1
             table[state] = (single, trigger.chars, lead, runs, name, not fields[name].parser.streamable)
         return table
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chatparse.engine.limits import DEFAULT_LIMITS, RegexBudget
-from chatparse.template.compile import Delimiter, char_class
+from chatparse.template.compile import Delimiter
 
 # How far past a regex match the "could it still grow" check looks (see docs/compatibility.md).
 GROWTH_WINDOW = 65536
@@ -33,8 +33,8 @@ class Hit:
 class DelimiterScanner:
     """Finds one delimiter in a growing buffer, remembering where it cannot occur."""
 
-    __slots__ = ("_after", "_budget", "_cache", "_cache_from", "_cache_key", "_first", "_frontier", "_lit_at",
-                 "_lit_scan", "_prefixes", "_stable", "delim", "longest")
+    __slots__ = ("_after", "_anchor_len", "_anchored", "_budget", "_cache", "_cache_from", "_cache_key", "_first",
+                 "_frontier", "_lit_at", "_lit_scan", "_prefixes", "_stable", "delim", "longest")
 
     def __init__(self, delim: Delimiter, budget: RegexBudget | None = None) -> None:
         self.delim = delim
@@ -42,10 +42,12 @@ class DelimiterScanner:
         self.longest = delim.longest_literal
         self._prefixes = delim.prefixes
         self._first = delim.first
-        info = delim.info
         # For `<run>* X...` patterns: a class of X's first characters. Every match contains one, right
         # after a run of lead characters, which bounds where a match can start.
-        self._after = char_class(info.after_lead) if info.lead is not None and info.after_lead else None
+        self._after = delim.after
+        anchors = delim.info.anchors if delim.literals is None else None
+        self._anchored = anchors is not None
+        self._anchor_len = max(map(len, anchors)) if anchors else 0
         self._frontier = 0  # no complete occurrence starts in [scan start, frontier)
         self._stable: Hit | None = None  # a complete occurrence no further input can change
         self._cache: Hit | None = None  # the last answer, valid for the same buffer
@@ -139,7 +141,9 @@ class DelimiterScanner:
         if stable is not None and stable.start >= pos and stable.start != zw_block:
             return stable
         start = max(pos, self._frontier) if width is not None else pos
-        if self._after is None:
+        if self._anchored and self._no_anchor(buf, start):
+            m = None  # every complete match contains an anchor after its start
+        elif self._after is None:
             m = self._search(buf, start, zw_block)
         else:
             # Searching a long lead run position by position is quadratic; start at the run before
@@ -176,6 +180,8 @@ class DelimiterScanner:
         return m
 
     def _regex_partial(self, buf: str, pos: int, zw_block: int) -> Hit | None:
+        if self._anchored and self._no_anchor(buf, pos):
+            return self._prefix_partial(buf, pos)
         floor = self._partial_floor(buf, pos)
         anchor = self.delim.info.anchor
         if floor <= pos and anchor is not None:
@@ -197,6 +203,36 @@ class DelimiterScanner:
             else:
                 floor = self._lead_start(buf, pos, after.start())
         return self._window_partial(buf, max(pos, floor), zw_block)
+
+    def _no_anchor(self, buf: str, start: int) -> bool:
+        anchors = self.delim.info.anchors
+        assert anchors is not None
+        if len(anchors) == 1:
+            return buf.find(anchors[0], start) < 0
+        return all(buf.find(a, start) < 0 for a in anchors)
+
+    def _prefix_partial(self, buf: str, pos: int) -> Hit | None:
+        """The leftmost partial match when no anchor occurs from ``pos``: it can only be a lead run and a
+        proper prefix of an anchor reaching the end, or a trailing lead run (no regex call needed)."""
+        size = len(buf)
+        first, prefixes = self._first, self._prefixes
+        m = first.search(buf, max(pos, size - self._anchor_len + 1))
+        while m is not None:
+            q = m.start()
+            if buf[q:] in prefixes:
+                return Hit(self._lead_start(buf, pos, q), size, _NO_GROUPS, True)
+            m = first.search(buf, q + 1)
+        info = self.delim.info
+        if info.lead is None:
+            return None
+        run = self._lead_start(buf, pos, size)
+        if run == size:
+            return None
+        if not info.lead_forming:
+            m = self._budget.run(self.delim.pattern.match, self.delim.field, self.delim.key, buf, run, partial=True)
+            if m is None or not m.partial:
+                return None
+        return Hit(run, size, _NO_GROUPS, True)
 
     def _window_partial(self, buf: str, start: int, zw_block: int) -> Hit | None:
         m = self._search(buf, start, zw_block, partial=True)

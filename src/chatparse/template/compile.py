@@ -49,8 +49,11 @@ class Delimiter:
     literals: tuple[str, ...] | None  # alternation order: longest first, then first-seen
     can_extend: bool  # one literal is a strict prefix of another
     info: PatternInfo
-    prefixes: frozenset[str] = frozenset()  # proper prefixes of the literals (a delimiter still forming)
-    first: Any = None  # compiled class of the literals' first characters
+    # Proper prefixes of the literals (or of a regex's ``info.anchors``): a delimiter still forming.
+    prefixes: frozenset[str] = frozenset()
+    first: Any = None  # compiled class of the first characters of the literals (or anchors)
+    # Compiled class of ``info.after_lead`` for a `<run>* X...` pattern (where a match can start).
+    after: Any = None
 
     @property
     def is_literal(self) -> bool:
@@ -96,6 +99,8 @@ class CompiledTemplate:
     # Per parser state (None: no explicit region open), a class of the first characters of every
     # delimiter watched in that state; None when some delimiter's first characters are unknown.
     triggers: Mapping[str | None, Trigger | None] = field(default_factory=dict, repr=False)
+    # Tables the engine derives from the template, built once by the first parser that needs them.
+    engine_tables: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def chatparse_only(self) -> bool:
@@ -180,7 +185,12 @@ def _compile_delimiter(
     if pattern_key in spec:
         source = spec[pattern_key]
         pattern = _compile_regex(source, field=field, key=pattern_key, scope=scope)
-        return Delimiter(owner, pattern_key, pattern, None, False, analyze(source))
+        info = analyze(source)
+        after = char_class(info.after_lead) if info.lead is not None and info.after_lead else None
+        anchors = info.anchors or ()
+        return Delimiter(owner, pattern_key, pattern, None, False, info,
+                         frozenset(a[:k] for a in anchors for k in range(1, len(a))),
+                         char_class({a[0] for a in anchors}) if anchors else None, after)
     return None
 
 
@@ -376,7 +386,7 @@ def load_template(obj: Any) -> CompiledTemplate:
     if isinstance(obj, Mapping):
         return _compile_cached(obj)
     if isinstance(obj, os.PathLike) or isinstance(obj, str):
-        return compile_template(_read_template_source(obj))
+        return _load_text(obj)
     raise _fail(f"load_template expected a dict, JSON string, path or built-in name, found {type(obj).__name__}",
                 "bad_type")
 
@@ -400,21 +410,29 @@ def _compile_cached(spec: Mapping[str, Any]) -> CompiledTemplate:
     return compiled
 
 
-def _read_template_source(obj: str | os.PathLike[str]) -> Any:
+_BUILTIN_COMPILED: dict[str, CompiledTemplate] = {}
+
+
+def _load_text(obj: str | os.PathLike[str]) -> CompiledTemplate:
+    """JSON text, then an existing file, then a built-in name (compiled once: built-ins never change)."""
     text = os.fspath(obj)
     if isinstance(obj, str) and text.lstrip().startswith("{"):
-        return _parse_json_text(text, where="the template string")
+        return _compile_cached(_parse_json_text(text, where="the template string"))
     path = Path(text)
     if path.is_file():
         data = _parse_json_text(path.read_text(encoding="utf-8"), where=str(path))
         if isinstance(data, Mapping) and "response_template" in data:
-            return data["response_template"]
-        if isinstance(data, Mapping) and "template" in data and "fields" not in data:
-            return data["template"]  # a chatparse built-in data file
-        return data
+            data = data["response_template"]
+        elif isinstance(data, Mapping) and "template" in data and "fields" not in data:
+            data = data["template"]  # a chatparse built-in data file
+        return _compile_cached(data) if isinstance(data, Mapping) else compile_template(data)
+    compiled = _BUILTIN_COMPILED.get(text)
+    if compiled is not None:
+        return compiled
     builtin = _builtin_template(text)
     if builtin is not None:
-        return builtin
+        compiled = _BUILTIN_COMPILED[text] = compile_template(builtin)
+        return compiled
     raise _fail(f"Expected a template dict, JSON text, an existing file or a built-in name; found {text!r}, "
                 "which is none of these. Run `chatparse templates list` for built-in names.", "template_not_found")
 

@@ -40,6 +40,9 @@ class PatternInfo:
     # A non-empty run of lead characters at the end of the text is always a partial match (no regex
     # call needed to know): the lead test is exact and what follows must read a non-lead character.
     lead_forming: bool = False
+    # Every match has one of these literals right after its lead run (or at its start without one), and
+    # a lead run plus a proper prefix of one at the end of the text is always a partial match.
+    anchors: tuple[str, ...] | None = None
 
 
 UNKNOWN = PatternInfo(max_width=None, looks_ahead=True, context=WIDE_CONTEXT)
@@ -71,7 +74,43 @@ def analyze(pattern: str) -> PatternInfo:
         after_lead=after_lead,
         lead_forming=lead is not None and after_lead is not None and _reads_first(parsed[1:])
         and not any(lead(c) for c in after_lead),
+        anchors=None if caseless else _anchors(parsed, lead),
     )
+
+
+_MAX_ANCHORS = 16
+
+
+def _anchors(items: Any, lead: CharTest | None) -> tuple[str, ...] | None:
+    if lead is not None and items[0][1][0] != 0:
+        return None  # `\s+X`: a lead run shorter than the minimum makes an anchor prefix no partial match
+    runs = _literal_prefixes(list(items)[1 if lead is not None else 0 :])
+    if not runs or not all(runs) or len(runs) > _MAX_ANCHORS:
+        return None
+    if lead is not None and any(lead(run[0]) for run in runs):
+        return None  # a run of lead characters could also be the start of an anchor
+    return tuple(dict.fromkeys(runs))
+
+
+def _literal_prefixes(items: Any) -> list[str] | None:
+    """Literal strings one of which starts every match of ``items`` (up to and through the first group
+    or alternation of literal starts), or None."""
+    out = [""]
+    for op, av in items:
+        if op == sre_c.LITERAL:
+            out = [p + chr(av) for p in out]
+            continue
+        if op == sre_c.SUBPATTERN and not av[1] and not av[2]:
+            subs = _literal_prefixes(av[-1])
+        elif op == sre_c.BRANCH:
+            subs = [s for b in av[1] for s in (_literal_prefixes(b) or [""])]
+        else:
+            break
+        if subs is None or len(subs) * len(out) > _MAX_ANCHORS:
+            break
+        out = [p + s for p in out for s in subs]
+        break
+    return out
 
 
 def _after_lead(items: Any) -> frozenset[str] | None:

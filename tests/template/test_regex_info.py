@@ -81,3 +81,13 @@ def test_first_chars_hold_for_every_match(text: str) -> None:
         assert first is not None
         for m in regex.compile(source).finditer(text, overlapped=True):
             assert m.start() < len(text) and text[m.start()] in first, (source, text, m)
+
+
+def test_a_group_name_reused_across_alternatives_is_still_analyzed() -> None:
+    """gpt-oss's tool header names the function in either of two alternatives, with the same group name,
+    which `regex` allows and the standard parser rejects."""
+    info = analyze(r"<\|channel\|>x to=(?P<name>\w+)<\|message\|>|(?<![^\s>])to=(?P<name>\w+) <\|channel\|>")
+    assert info.first_chars == frozenset("<t")
+    assert info.context == 2
+    # An escaped parenthesis is not a group and keeps its text.
+    assert analyze(r"\(?P<a>x(?P<a>y)|(?P<a>z)").first_chars == frozenset("(Pz")

@@ -34,7 +34,7 @@ class DelimiterScanner:
     """Finds one delimiter in a growing buffer, remembering where it cannot occur."""
 
     __slots__ = ("_after", "_anchor_len", "_anchored", "_budget", "_cache", "_cache_from", "_cache_key", "_first",
-                 "_frontier", "_lit_at", "_lit_scan", "_prefixes", "_stable", "delim", "longest")
+                 "_first_char", "_frontier", "_lit_at", "_lit_scan", "_literal", "_none_at", "_none_pos", "_none_zw", "_prefixes", "_stable", "_start_char", "_starts", "delim", "longest")
 
     def __init__(self, delim: Delimiter, budget: RegexBudget | None = None) -> None:
         self.delim = delim
@@ -42,6 +42,9 @@ class DelimiterScanner:
         self.longest = delim.longest_literal
         self._prefixes = delim.prefixes
         self._first = delim.first
+        self._literal = delim.literals is not None
+        firsts = {p[0] for p in delim.prefixes}
+        self._first_char = firsts.pop() if len(firsts) == 1 else None
         # For `<run>* X...` patterns: a class of X's first characters. Every match contains one, right
         # after a run of lead characters, which bounds where a match can start.
         self._after = delim.after
@@ -58,6 +61,14 @@ class DelimiterScanner:
         count = len(delim.literals or ())
         self._lit_at = [-2] * count
         self._lit_scan = [0] * count
+        # Nothing (no match, no partial) from ``_none_pos`` up to ``_none_at`` (-1: unknown), with
+        # ``_none_zw`` blocked: new matches then start after it, with one of ``info.first_chars``.
+        self._none_at = -1
+        self._none_pos = 0
+        self._none_zw = -1
+        first_chars = delim.info.first_chars
+        self._starts = delim.starts
+        self._start_char = next(iter(first_chars)) if first_chars is not None and len(first_chars) == 1 else None
 
     def shift(self, n: int) -> None:
         """The buffer lost its first ``n`` characters."""
@@ -66,6 +77,7 @@ class DelimiterScanner:
             self._stable = Hit(self._stable.start - n, self._stable.end - n, self._stable.groups, False)
         self._cache = None
         self._cache_key = None
+        self._none_at = -1
         at, scan = self._lit_at, self._lit_scan
         for i in range(len(at)):
             if at[i] >= 0:
@@ -76,10 +88,21 @@ class DelimiterScanner:
         key = (version, len(buf), eos, zw_block)
         if self._cache_key == key and pos >= self._cache_from and (self._cache is None or pos <= self._cache.start):
             return self._cache
-        hit = self._find_literal(buf, pos, eos) if self.delim.literals is not None else self._find_regex(
-            buf, pos, eos, zw_block
-        )
+        none_at = self._none_at
+        if none_at >= 0 and not eos and pos >= self._none_pos and zw_block == self._none_zw:
+            # Nothing was forming at the end of the text seen last time, so anything new starts in the
+            # text added since, with one of the delimiter's first characters.
+            char = self._start_char
+            if (buf.find(char, none_at) < 0) if char is not None else (self._starts.search(buf, none_at) is None):
+                self._none_at = len(buf)
+                self._cache, self._cache_key, self._cache_from = None, key, pos
+                return None
+        hit = self._find_literal(buf, pos, eos) if self._literal else self._find_regex(buf, pos, eos, zw_block)
         self._cache, self._cache_key, self._cache_from = hit, key, pos
+        if hit is None and not eos and self._starts is not None:
+            self._none_at, self._none_pos, self._none_zw = len(buf), pos, zw_block
+        else:
+            self._none_at = -1
         return hit
 
     # --- literal delimiters ------------------------------------------------------------------------
@@ -123,15 +146,27 @@ class DelimiterScanner:
     def _literal_partial(self, buf: str, pos: int) -> Hit | None:
         """The leftmost tail of ``buf`` that is a proper prefix of a literal (a delimiter forming)."""
         size = len(buf)
-        first = self._first
-        assert first is not None
-        m = first.search(buf, max(pos, size - self.longest + 1))
+        p = self._forming_at(buf, max(pos, size - self.longest + 1))
+        return None if p < 0 else Hit(p, size, _NO_GROUPS, True)
+
+    def _forming_at(self, buf: str, lo: int) -> int:
+        """The leftmost ``q >= lo`` where ``buf[q:]`` is a proper prefix of a literal (or anchor), or -1."""
+        prefixes = self._prefixes
+        char = self._first_char
+        if char is not None:  # the usual case: one first character, `str.find` is cheaper than a regex
+            q = buf.find(char, lo)
+            while q != -1:
+                if buf[q:] in prefixes:
+                    return q
+                q = buf.find(char, q + 1)
+            return -1
+        m = self._first.search(buf, lo)
         while m is not None:
-            p = m.start()
-            if buf[p:] in self._prefixes:
-                return Hit(p, size, _NO_GROUPS, True)
-            m = first.search(buf, p + 1)
-        return None
+            q = m.start()
+            if buf[q:] in prefixes:
+                return q
+            m = self._first.search(buf, q + 1)
+        return -1
 
     # --- regex delimiters --------------------------------------------------------------------------
 
@@ -215,14 +250,17 @@ class DelimiterScanner:
         """The leftmost partial match when no anchor occurs from ``pos``: it can only be a lead run and a
         proper prefix of an anchor reaching the end, or a trailing lead run (no regex call needed)."""
         size = len(buf)
-        first, prefixes = self._first, self._prefixes
-        m = first.search(buf, max(pos, size - self._anchor_len + 1))
-        while m is not None:
-            q = m.start()
-            if buf[q:] in prefixes:
-                return Hit(self._lead_start(buf, pos, q), size, _NO_GROUPS, True)
-            m = first.search(buf, q + 1)
         info = self.delim.info
+        q = self._forming_at(buf, max(pos, size - self._anchor_len + 1))
+        if not info.anchors_exact:  # a lookbehind before the anchor decides (no lead run here)
+            while q >= 0:
+                m = self._budget.run(self.delim.pattern.match, self.delim.field, self.delim.key, buf, q, partial=True)
+                if m is not None and m.partial:
+                    return Hit(q, size, _NO_GROUPS, True)
+                q = self._forming_at(buf, q + 1)
+            return None
+        if q >= 0:
+            return Hit(self._lead_start(buf, pos, q), size, _NO_GROUPS, True)
         if info.lead is None:
             return None
         run = self._lead_start(buf, pos, size)

@@ -54,6 +54,7 @@ class Delimiter:
     first: Any = None  # compiled class of the first characters of the literals (or anchors)
     # Compiled class of ``info.after_lead`` for a `<run>* X...` pattern (where a match can start).
     after: Any = None
+    starts: Any = None  # compiled class of ``info.first_chars`` (every match starts with one)
 
     @property
     def is_literal(self) -> bool:
@@ -180,8 +181,8 @@ def _compile_delimiter(
         info = PatternInfo(max_width=max(map(len, literals)), looks_ahead=False, context=0,
                            first_chars=frozenset(s[0] for s in literals))
         prefixes = frozenset(lit[:k] for lit in literals for k in range(1, len(lit)))
-        return Delimiter(owner, literal_key, pattern, ordered, can_extend, info, prefixes,
-                         char_class({lit[0] for lit in literals}))
+        first = char_class({lit[0] for lit in literals})
+        return Delimiter(owner, literal_key, pattern, ordered, can_extend, info, prefixes, first, starts=first)
     if pattern_key in spec:
         source = spec[pattern_key]
         pattern = _compile_regex(source, field=field, key=pattern_key, scope=scope)
@@ -190,7 +191,8 @@ def _compile_delimiter(
         anchors = info.anchors or ()
         return Delimiter(owner, pattern_key, pattern, None, False, info,
                          frozenset(a[:k] for a in anchors for k in range(1, len(a))),
-                         char_class({a[0] for a in anchors}) if anchors else None, after)
+                         char_class({a[0] for a in anchors}) if anchors else None, after,
+                         char_class(info.first_chars) if info.first_chars else None)
     return None
 
 

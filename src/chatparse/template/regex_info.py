@@ -41,8 +41,10 @@ class PatternInfo:
     # call needed to know): the lead test is exact and what follows must read a non-lead character.
     lead_forming: bool = False
     # Every match has one of these literals right after its lead run (or at its start without one), and
-    # a lead run plus a proper prefix of one at the end of the text is always a partial match.
+    # a lead run plus a proper prefix of one at the end of the text is a partial match: always when
+    # ``anchors_exact``, else only if a zero-width test before the literal (a lookbehind) also passes.
     anchors: tuple[str, ...] | None = None
+    anchors_exact: bool = True
 
 
 UNKNOWN = PatternInfo(max_width=None, looks_ahead=True, context=WIDE_CONTEXT)
@@ -50,7 +52,7 @@ UNKNOWN = PatternInfo(max_width=None, looks_ahead=True, context=WIDE_CONTEXT)
 
 def analyze(pattern: str) -> PatternInfo:
     try:
-        parsed = sre_parse.parse(pattern, re.DOTALL)
+        parsed = sre_parse.parse(_unique_group_names(pattern), re.DOTALL)
     except Exception:  # regex-only syntax: no static facts, the scanner takes the exact slow path
         return UNKNOWN
     walker = _Walker()
@@ -63,6 +65,8 @@ def analyze(pattern: str) -> PatternInfo:
     lead, rest_width = (None, None) if parsed.state.flags & (re.IGNORECASE | re.ASCII | re.LOCALE) \
         else _leading_run(parsed)
     after_lead = None if caseless or lead is None else _after_lead(parsed)
+    inexact: list[bool] = []
+    anchors = None if caseless else _anchors(parsed, lead, inexact)
     return PatternInfo(
         max_width=width,
         looks_ahead=walker.looks_ahead,
@@ -74,36 +78,41 @@ def analyze(pattern: str) -> PatternInfo:
         after_lead=after_lead,
         lead_forming=lead is not None and after_lead is not None and _reads_first(parsed[1:])
         and not any(lead(c) for c in after_lead),
-        anchors=None if caseless else _anchors(parsed, lead),
+        anchors=anchors,
+        anchors_exact=not inexact,
     )
 
 
 _MAX_ANCHORS = 16
 
 
-def _anchors(items: Any, lead: CharTest | None) -> tuple[str, ...] | None:
+def _anchors(items: Any, lead: CharTest | None, inexact: list[bool]) -> tuple[str, ...] | None:
     if lead is not None and items[0][1][0] != 0:
         return None  # `\s+X`: a lead run shorter than the minimum makes an anchor prefix no partial match
-    runs = _literal_prefixes(list(items)[1 if lead is not None else 0 :])
-    if not runs or not all(runs) or len(runs) > _MAX_ANCHORS:
+    runs = _literal_prefixes(list(items)[1 if lead is not None else 0 :], inexact)
+    if not runs or not all(runs) or len(runs) > _MAX_ANCHORS or (inexact and lead is not None):
         return None
     if lead is not None and any(lead(run[0]) for run in runs):
         return None  # a run of lead characters could also be the start of an anchor
     return tuple(dict.fromkeys(runs))
 
 
-def _literal_prefixes(items: Any) -> list[str] | None:
-    """Literal strings one of which starts every match of ``items`` (up to and through the first group
-    or alternation of literal starts), or None."""
+def _literal_prefixes(items: Any, inexact: list[bool]) -> list[str] | None:
+    """Literal strings one of which starts the consumed text of every match of ``items`` (up to and
+    through the first group or alternation of literal starts), or None. A zero-width test before the
+    first literal is stepped over and noted in ``inexact``."""
     out = [""]
     for op, av in items:
         if op == sre_c.LITERAL:
             out = [p + chr(av) for p in out]
             continue
+        if out == [""] and (op in (sre_c.AT, sre_c.ASSERT_NOT) or (op == sre_c.ASSERT and av[0] < 0)):
+            inexact.append(True)
+            continue
         if op == sre_c.SUBPATTERN and not av[1] and not av[2]:
-            subs = _literal_prefixes(av[-1])
+            subs = _literal_prefixes(av[-1], inexact)
         elif op == sre_c.BRANCH:
-            subs = [s for b in av[1] for s in (_literal_prefixes(b) or [""])]
+            subs = [s for b in av[1] for s in (_literal_prefixes(b, inexact) or [""])]
         else:
             break
         if subs is None or len(subs) * len(out) > _MAX_ANCHORS:
@@ -111,6 +120,23 @@ def _literal_prefixes(items: Any) -> list[str] | None:
         out = [p + s for p in out for s in subs]
         break
     return out
+
+
+_GROUP_NAME = re.compile(r"(?<!\\)((?:\\\\)*)\(\?P<(\w+)>")
+
+
+def _unique_group_names(pattern: str) -> str:
+    """`regex` lets alternatives reuse a group name (gpt-oss: `...(?P<name>..)...|...(?P<name>..)...`); the
+    standard parser does not. Renaming the repeats changes no fact analyzed here. An occurrence inside a
+    character class would only add characters to the class, so the facts stay safe (supersets)."""
+    seen: dict[str, int] = {}
+
+    def rename(m: re.Match[str]) -> str:
+        name = m.group(2)
+        seen[name] = seen.get(name, 0) + 1
+        return m.group(0) if seen[name] == 1 else f"{m.group(1)}(?P<{name}__{seen[name]}>"
+
+    return _GROUP_NAME.sub(rename, pattern)
 
 
 def _after_lead(items: Any) -> frozenset[str] | None:

@@ -162,7 +162,7 @@ class DelimiterScanner:
             return -1
         m = self._first.search(buf, lo)
         while m is not None:
-            q = m.start()
+            q = int(m.start())
             if buf[q:] in prefixes:
                 return q
             m = self._first.search(buf, q + 1)

@@ -18,6 +18,7 @@ from chatparse.template.compile import Delimiter
 # How far past a regex match the "could it still grow" check looks (see docs/compatibility.md).
 GROWTH_WINDOW = 65536
 _NO_GROUPS: dict[str, Any] = {}
+_MAX_OCCURRENCES = 8  # anchor occurrences checked one by one; more take the search path
 
 
 @dataclass(slots=True)
@@ -28,6 +29,9 @@ class Hit:
     end: int
     groups: dict[str, Any]
     pending: bool
+
+
+_TOO_MANY = Hit(-1, -1, _NO_GROUPS, False)  # sentinel: too many anchor occurrences to check one by one
 
 
 class DelimiterScanner:
@@ -176,6 +180,10 @@ class DelimiterScanner:
         if stable is not None and stable.start >= pos and stable.start != zw_block:
             return stable
         start = max(pos, self._frontier) if width is not None else pos
+        if self._anchored and not eos:
+            hit = self._anchored_find(buf, pos, width)
+            if hit is not _TOO_MANY:
+                return hit
         if self._anchored and self._no_anchor(buf, start):
             m = None  # every complete match contains an anchor after its start
         elif self._after is None:
@@ -198,6 +206,44 @@ class DelimiterScanner:
         elif width is not None:
             self._frontier = hit.start
         return hit
+
+    def _anchored_find(self, buf: str, pos: int, width: int | None) -> Hit | None:
+        """Streaming, for a pattern with anchors: a match (complete or partial) can only start at an
+        anchor occurrence (or the lead run before it), or be an anchor forming at the end. One anchored
+        partial match per occurrence answers both questions a complete and a partial search would."""
+        info = self.delim.info
+        anchors = info.anchors
+        assert anchors is not None
+        found: list[int] = []
+        for anchor in anchors:
+            q = buf.find(anchor, pos)
+            while q != -1:
+                if len(found) == _MAX_OCCURRENCES:
+                    return _TOO_MANY
+                found.append(q)
+                q = buf.find(anchor, q + 1)
+        if not found:
+            return self._prefix_partial(buf, pos)  # no complete match is possible
+        size = len(buf)
+        delim = self.delim
+        first_partial = -1
+        exact = info.anchors_exact
+        for start in sorted({self._lead_start(buf, pos, q) if exact else q for q in found}):
+            m = self._budget.run(delim.pattern.match, delim.field, delim.key, buf, start, partial=True)
+            if m is None:
+                continue
+            if m.partial:
+                if first_partial < 0:
+                    first_partial = start
+                continue
+            hit = Hit(m.start(), m.end(), m.groupdict(), m.end() == size or self._can_grow(buf, m))
+            if width is not None and not hit.pending and hit.start + width + 2 <= size:
+                self._stable = hit
+            return hit
+        forming = self._prefix_partial(buf, pos)
+        if first_partial >= 0 and (forming is None or first_partial < forming.start):
+            return Hit(first_partial, size, _NO_GROUPS, True)
+        return forming
 
     def _bounded_width(self) -> int | None:
         """The maximum width, when it also bounds how far past its start the pattern reads."""

@@ -82,17 +82,19 @@ def _call(kind: str, i: int) -> str:
             f"<parameter=limit>\n{i}\n</parameter>\n</function>\n</tool_call>")
 
 
-def make_output(kind: str, size: int, *, seed: int = 0) -> str:
-    """Half reasoning, half content, a tool call about every 4 KB, and the end marker."""
+def make_output(kind: str, size: int, *, seed: int = 0, every: int = 4000, reasoning: int | None = None) -> str:
+    """Half reasoning (or ``reasoning`` characters), then content with a tool call about every ``every``
+    characters, and the end marker."""
     rng = random.Random(seed)
+    reasoning = size // 2 if reasoning is None else reasoning
     if kind == "gpt-oss-regex":
         head, mid, tail = "<|channel|>analysis<|message|>", "<|end|><|channel|>final<|message|>", "<|return|>"
     else:
         head, mid, tail = "<think>", "</think>\n\n", "<|im_end|>"
-    parts = [head, _words(rng, size // 2), mid]
-    written, i = size // 2, 0
+    parts = [head, _words(rng, reasoning), mid]
+    written, i = reasoning, 0
     while written < size:
-        chunk = _words(rng, 4000)
+        chunk = _words(rng, every)
         if kind == "gpt-oss-regex":  # the final message ends, the call follows, a new final message starts
             parts += [chunk, "<|end|>", _call(kind, i), "<|channel|>final<|message|>"]
         else:
@@ -184,6 +186,54 @@ def streaming(ref: Any, counts: list[int], repeat: int) -> list[dict[str, Any]]:
     return rows
 
 
+# Built-in templates (what users load by name), each on output in its own format.
+BUILTINS = {"qwen3": "qwen3-literal", "qwen3.5": "qwen3.5-xml", "gpt_oss": "gpt-oss-regex"}
+
+
+def _best_time(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    times, result = [], None
+    for _ in range(repeat):
+        gc.collect()
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return min(times), result
+
+
+def dense(ref: Any, everys: list[int], size: int, repeat: int) -> list[dict[str, Any]]:
+    """Streaming (4-character chunks) through delimiter-dense output: a tool call every ``every``
+    characters, so a large share of feeds falls inside a delimiter still forming (the slow path).
+    Bench templates and built-ins; best of ``repeat`` runs (short runs are noisy)."""
+    from chatparse.templates import get_template
+
+    rows = []
+    cases: list[tuple[str, Any, str]] = [(name, template, name) for name, template in TEMPLATES.items()]
+    cases += [(f"builtin:{name}", name, kind) for name, kind in BUILTINS.items()]
+    for label, template, kind in cases:
+        ref_template = get_template(template) if isinstance(template, str) else template
+        for every in everys:
+            text = make_output(kind, size, every=every, reasoning=every)
+            chunks = [text[i : i + 4] for i in range(0, len(text), 4)]
+            ours, theirs = float("inf"), float("inf")
+            message = ref_message = None
+            for _ in range(repeat):  # interleaved, best of each: the machine's speed drifts between runs
+                t, message = _best_time(lambda: _stream(ResponseParser, template, chunks), 1)  # noqa: B023
+                ours = min(ours, t)
+                if ref is not None:
+                    t, ref_message = _best_time(
+                        lambda: _stream(ref.ResponseParser, ref_template, chunks), 1)  # noqa: B023
+                    theirs = min(theirs, t)
+            assert message is not None
+            row: dict[str, Any] = {"bench": "stream-dense", "template": label, "every": every, "feeds": len(chunks),
+                                   "tool_calls": len(message.get("tool_calls", [])),
+                                   "ours_us_per_feed": ours / len(chunks) * 1e6}
+            if ref is not None:
+                row.update(ref_us_per_feed=theirs / len(chunks) * 1e6, ratio=theirs / ours,
+                           identical=message == ref_message)
+            rows.append(row)
+    return rows
+
+
 def truncated(ref: Any, sizes: list[int], ref_limit: int) -> list[dict[str, Any]]:
     rows = []
     for size in sizes:
@@ -234,6 +284,7 @@ def run(*, quick: bool = False, full: bool = False, with_reference: bool = True)
     counts = [1000, 4000] if quick else [1000, 4000, 16000, 64000]
     rows = one_shot(ref, sizes, repeat=3 if quick else 5)
     rows += streaming(ref, counts, repeat=1 if quick else 3)
+    rows += dense(ref, [200, 1000], 10_000 if quick else 40_000, repeat=3 if quick else 7)
     rows += truncated(ref, sizes, ref_limit=1_000_000 if full else 100_000)
     rows += memory(sizes)
     return rows

@@ -638,7 +638,10 @@ def _last_match_end(pattern: Any, text: str, *, timeout: float) -> int | None:
 
 
 def _longest_literal(template: CompiledTemplate) -> int:
-    delims = [d for f in template.fields.values() for d in (f.open, f.close) if d is not None]
+    """The longest literal delimiter the template gives as literals (scanned-as-literal regexes excluded,
+    so the hold-back cap is the documented one)."""
+    delims = [d for f in template.fields.values() for d in (f.open, f.close)
+              if d is not None and not d.key.endswith("pattern")]
     return max((d.longest_literal for d in delims), default=0)
 
 

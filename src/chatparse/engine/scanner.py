@@ -240,7 +240,7 @@ class DelimiterScanner:
             if width is not None and not hit.pending and hit.start + width + 2 <= size:
                 self._stable = hit
             return hit
-        forming = self._prefix_partial(buf, pos)
+        forming = self._prefix_partial(buf, pos, first_partial if first_partial >= 0 else size)
         if first_partial >= 0 and (forming is None or first_partial < forming.start):
             return Hit(first_partial, size, _NO_GROUPS, True)
         return forming
@@ -292,14 +292,15 @@ class DelimiterScanner:
             return buf.find(anchors[0], start) < 0
         return all(buf.find(a, start) < 0 for a in anchors)
 
-    def _prefix_partial(self, buf: str, pos: int) -> Hit | None:
+    def _prefix_partial(self, buf: str, pos: int, limit: int | None = None) -> Hit | None:
         """The leftmost partial match when no anchor occurs from ``pos``: it can only be a lead run and a
-        proper prefix of an anchor reaching the end, or a trailing lead run (no regex call needed)."""
+        proper prefix of an anchor reaching the end, or a trailing lead run (no regex call needed).
+        Candidates from ``limit`` on are not checked (a partial match already starts before them)."""
         size = len(buf)
         info = self.delim.info
         q = self._forming_at(buf, max(pos, size - self._anchor_len + 1))
         if not info.anchors_exact:  # a lookbehind before the anchor decides (no lead run here)
-            while q >= 0:
+            while 0 <= q < (size if limit is None else limit):
                 m = self._budget.run(self.delim.pattern.match, self.delim.field, self.delim.key, buf, q, partial=True)
                 if m is not None and m.partial:
                     return Hit(q, size, _NO_GROUPS, True)

@@ -20,7 +20,7 @@ import regex
 
 from chatparse.content.registry import ContentParserSpec, get_content_parser, known_content_parsers
 from chatparse.errors import TemplateError, TemplateWarning
-from chatparse.template.regex_info import PatternInfo, analyze, quantifier_facts
+from chatparse.template.regex_info import PatternInfo, analyze, literal_strings, quantifier_facts
 from chatparse.transform import check_transform
 
 TOP_LEVEL_KEYS = ("version", "defaults", "fields", "start_anchor", "start_anchor_pattern")
@@ -178,14 +178,17 @@ def _compile_delimiter(
                         f"characters (escaped), found {len(joined)}", "pattern_too_long", field=field,
                         key=literal_key)
         pattern = regex.compile(joined, regex.DOTALL)
-        info = PatternInfo(max_width=max(map(len, literals)), looks_ahead=False, context=0,
-                           first_chars=frozenset(s[0] for s in literals))
-        prefixes = frozenset(lit[:k] for lit in literals for k in range(1, len(lit)))
-        first = char_class({lit[0] for lit in literals})
-        return Delimiter(owner, literal_key, pattern, ordered, can_extend, info, prefixes, first, starts=first)
+        return _literal_delimiter(owner, literal_key, pattern, ordered, can_extend)
     if pattern_key in spec:
         source = spec[pattern_key]
         pattern = _compile_regex(source, field=field, key=pattern_key, scope=scope)
+        strings = literal_strings(source)
+        if strings is not None and not any(a != b and a.startswith(b) for a in strings for b in strings):
+            # A regex that only spells out literals (gpt-oss writes its channel headers so) is scanned as
+            # those literals: no two can match at one position, so the alternation order cannot matter,
+            # and like any regex match one ending at the text's edge waits for more text (can_extend).
+            return _literal_delimiter(owner, pattern_key, pattern, tuple(sorted(strings, key=len, reverse=True)),
+                                      True)
         info = analyze(source)
         after = char_class(info.after_lead) if info.lead is not None and info.after_lead else None
         anchors = info.anchors or ()
@@ -194,6 +197,14 @@ def _compile_delimiter(
                          char_class({a[0] for a in anchors}) if anchors else None, after,
                          char_class(info.first_chars) if info.first_chars else None)
     return None
+
+
+def _literal_delimiter(owner: str, key: str, pattern: Any, ordered: tuple[str, ...], can_extend: bool) -> Delimiter:
+    info = PatternInfo(max_width=max(map(len, ordered)), looks_ahead=False, context=0,
+                       first_chars=frozenset(s[0] for s in ordered))
+    prefixes = frozenset(lit[:k] for lit in ordered for k in range(1, len(lit)))
+    first = char_class({lit[0] for lit in ordered})
+    return Delimiter(owner, key, pattern, ordered, can_extend, info, prefixes, first, starts=first)
 
 
 def _literal_list(raw: Any, *, key: str, field: str | None, scope: str) -> list[str]:

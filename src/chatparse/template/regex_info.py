@@ -122,6 +122,42 @@ def _literal_prefixes(items: Any, inexact: list[bool]) -> list[str] | None:
     return out
 
 
+def literal_strings(pattern: str) -> tuple[str, ...] | None:
+    """The strings a pattern spells out when it is only literals, non-capturing groups and alternations
+    of them (e.g. `<\\|channel\\|>(?:final|commentary)<\\|message\\|>`), else None."""
+    try:
+        parsed = sre_parse.parse(pattern, re.DOTALL)
+    except Exception:
+        return None
+    if parsed.state.flags & (re.IGNORECASE | re.VERBOSE | re.LOCALE):
+        return None
+    strings = _spelled(parsed)
+    return None if not strings or "" in strings else tuple(dict.fromkeys(strings))
+
+
+def _spelled(items: Any) -> list[str] | None:
+    out = [""]
+    for op, av in items:
+        if op == sre_c.LITERAL:
+            out = [p + chr(av) for p in out]
+            continue
+        if op == sre_c.SUBPATTERN and av[0] is None and not av[1] and not av[2]:
+            subs = _spelled(av[-1])
+        elif op == sre_c.BRANCH:
+            subs = []
+            for branch in av[1]:
+                spelled = _spelled(branch)
+                if spelled is None:
+                    return None
+                subs += spelled
+        else:
+            return None
+        if subs is None or len(subs) * len(out) > _MAX_ANCHORS:
+            return None
+        out = [p + s for p in out for s in subs]
+    return out
+
+
 _GROUP_NAME = re.compile(r"(?<!\\)((?:\\\\)*)\(\?P<(\w+)>")
 
 

@@ -19,6 +19,7 @@ from chatparse.template.compile import Delimiter
 GROWTH_WINDOW = 65536
 _NO_GROUPS: dict[str, Any] = {}
 _MAX_OCCURRENCES = 8  # anchor occurrences checked one by one; more take the search path
+_MAX_TRIES = 64  # anchored tries at anchor occurrences before a plain search takes over
 
 
 @dataclass(slots=True)
@@ -184,8 +185,8 @@ class DelimiterScanner:
             hit = self._anchored_find(buf, pos, width)
             if hit is not _TOO_MANY:
                 return hit
-        if self._anchored and self._no_anchor(buf, start):
-            m = None  # every complete match contains an anchor after its start
+        if self._anchored:
+            m = self._anchor_search(buf, start)  # a match starts at an anchor (or the lead run before it)
         elif self._after is None:
             m = self._search(buf, start, zw_block)
         else:
@@ -244,6 +245,27 @@ class DelimiterScanner:
         if first_partial >= 0 and (forming is None or first_partial < forming.start):
             return Hit(first_partial, size, _NO_GROUPS, True)
         return forming
+
+    def _anchor_search(self, buf: str, start: int) -> Any:
+        """The leftmost complete match from ``start`` of a pattern with anchors: jump from one anchor
+        occurrence to the next with ``str.find`` and try an anchored match there (a regex search would
+        walk every position, slowly for a `\\s*`-led pattern). After many failed tries, a search."""
+        info = self.delim.info
+        anchors = info.anchors
+        assert anchors is not None
+        exact = info.anchors_exact
+        delim = self.delim
+        nexts = [buf.find(a, start) for a in anchors]
+        for _ in range(_MAX_TRIES):
+            q = min((n for n in nexts if n >= 0), default=-1)
+            if q < 0:
+                return None
+            at = self._lead_start(buf, start, q) if exact else q
+            m = self._budget.run(delim.pattern.match, delim.field, delim.key, buf, at)
+            if m is not None:
+                return m
+            nexts = [buf.find(a, q + 1) if n == q else n for a, n in zip(anchors, nexts, strict=True)]
+        return self._search(buf, q + 1, -1)
 
     def _bounded_width(self) -> int | None:
         """The maximum width, when it also bounds how far past its start the pattern reads."""

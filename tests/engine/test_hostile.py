@@ -119,6 +119,32 @@ def test_feed_str_while_bytes_pending_is_refused() -> None:
     assert parser.finalize()[0]["content"] == "中x"
 
 
+def test_feed_bytes_on_the_fast_path_still_refuses_str_mid_character() -> None:
+    parser = chatparse.ResponseParser(QWEN, prefix="")
+    parser.feed_bytes(b"<think>plain words ")
+    parser.feed_bytes(b"more words")  # the region is open and nothing is held: the fast path
+    parser.feed_bytes("中".encode()[:2])
+    with pytest.raises(UsageError):
+        parser.feed("x")
+    parser.feed_bytes("中".encode()[2:])
+    parser.feed("x</think>")
+    assert parser.finalize()[0]["thinking"] == "plain words more words中x"
+
+
+def test_long_byte_streams_match_str_streams() -> None:
+    text = "<think>" + "é 中文 🙂 ß plain text, " * 200 + "</think>" + "Ünïcödé ✓ 𝄞 fin " * 200 + "<|im_end|>"
+    expected = chatparse.parse_response(text, QWEN, prefix="")
+    data = text.encode()
+    for size in (1, 3, 4, 7, 64):
+        parser = chatparse.ResponseParser(QWEN, prefix="")
+        events = []
+        for i in range(0, len(data), size):
+            events += parser.feed_bytes(data[i : i + size])
+        message, final = parser.finalize()
+        assert message == expected, size
+        check_event_stream(events + final, message, QWEN)
+
+
 # --- 2. regex time budgets ------------------------------------------------------------------------
 
 CATASTROPHIC = [r"(a+)+$", r"(a|a)+$", r"(a|aa)+$"]

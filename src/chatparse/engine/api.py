@@ -35,7 +35,7 @@ def parse_response(
 
     ``prefix`` is required: the prompt the model saw (``prefix=""`` opts out). For a batch it may be one
     string for all or a list with one prefix per generation. ``limits`` sets the regex time budgets and
-    the hold-back cap (``chatparse.engine.limits.Limits``). Only ``ChatparseError`` subclasses are raised.
+    the hold-back cap (``chatparse.Limits``). Only ``ChatparseError`` subclasses are raised.
     """
     try:
         return _parse(text, template, prefix, tools, on_malformed, limits)

@@ -244,7 +244,6 @@ class ResponseParser:
             raise InputTypeError(f"feed_bytes() takes bytes, found {type(data).__name__}; use feed() for str")
         if self._decoder is None:
             self._decoder = codecs.getincrementaldecoder("utf-8")("strict")
-            self._quiet = None  # feed() must check for a pending partial character from now on
         pending = len(self._decoder.getstate()[0])
         try:
             text = self._decoder.decode(data, final=False)
@@ -255,7 +254,10 @@ class ResponseParser:
                 f"({exc.reason}): {bytes(exc.object[exc.start : exc.start + 8])!r}", offset=offset,
             ) from None
         self._bytes_in += len(data)
-        return self._guarded_feed(text)
+        if self._decoder.getstate()[0]:
+            self._quiet = None  # feed() must refuse text until the split character is complete
+            return self._guarded_feed(text)
+        return self.feed(text)  # complete characters: the same path (and fast path) as feed()
 
     def _feed(self, text: str) -> list[Event]:
         if self._fast_chars:
@@ -281,8 +283,8 @@ class ResponseParser:
         size = len(self._buf)
         # Skipped text goes in at the buffer's end: a zero-width open that fired there stays blocked
         # only if the next text is appended there, so that case takes the full path.
-        if (self._opened and (held or self._pos == size) and self._zw_block != size and self._decoder is None
-                and not self._finalized):
+        if (self._opened and (held or self._pos == size) and self._zw_block != size and not self._finalized
+                and (self._decoder is None or not self._decoder.getstate()[0])):
             name = self._current
             self._quiet = self._quiet_table.get(None if name == self._implicit else name)
         else:

@@ -229,18 +229,26 @@ class DelimiterScanner:
         delim = self.delim
         first_partial = -1
         exact = info.anchors_exact
-        for start in sorted({self._lead_start(buf, pos, q) if exact else q for q in found}):
+        tails = info.tails  # without one of them in the text no complete match exists: partials only
+        complete = tails is None or any(buf.find(t, pos) >= 0 for t in tails)
+        starts = [self._lead_start(buf, pos, found[0]) if exact else found[0]] if len(found) == 1 else sorted(
+            {self._lead_start(buf, pos, q) if exact else q for q in found})
+        for start in starts:
             m = self._budget.run(delim.pattern.match, delim.field, delim.key, buf, start, partial=True)
             if m is None:
                 continue
             if m.partial:
                 if first_partial < 0:
                     first_partial = start
+                    if not complete:
+                        break  # later candidates could only start later partial matches
                 continue
             hit = Hit(m.start(), m.end(), m.groupdict(), m.end() == size or self._can_grow(buf, m))
             if width is not None and not hit.pending and hit.start + width + 2 <= size:
                 self._stable = hit
             return hit
+        if first_partial >= 0 and first_partial <= size - self._anchor_len:
+            return Hit(first_partial, size, _NO_GROUPS, True)  # an anchor forming at the end starts later
         forming = self._prefix_partial(buf, pos, first_partial if first_partial >= 0 else size)
         if first_partial >= 0 and (forming is None or first_partial < forming.start):
             return Hit(first_partial, size, _NO_GROUPS, True)

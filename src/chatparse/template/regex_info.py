@@ -45,6 +45,7 @@ class PatternInfo:
     # ``anchors_exact``, else only if a zero-width test before the literal (a lookbehind) also passes.
     anchors: tuple[str, ...] | None = None
     anchors_exact: bool = True
+    tails: tuple[str, ...] | None = None  # every match ends with one of these literals
 
 
 UNKNOWN = PatternInfo(max_width=None, looks_ahead=True, context=WIDE_CONTEXT)
@@ -80,6 +81,7 @@ def analyze(pattern: str) -> PatternInfo:
         and not any(lead(c) for c in after_lead),
         anchors=anchors,
         anchors_exact=not inexact,
+        tails=None if caseless else _tails(parsed),
     )
 
 
@@ -95,6 +97,34 @@ def _anchors(items: Any, lead: CharTest | None, inexact: list[bool]) -> tuple[st
     if lead is not None and any(lead(run[0]) for run in runs):
         return None  # a run of lead characters could also be the start of an anchor
     return tuple(dict.fromkeys(runs))
+
+
+def _tails(items: Any) -> tuple[str, ...] | None:
+    runs = _literal_suffixes(list(items))
+    if not runs or not all(runs) or len(runs) > _MAX_ANCHORS:
+        return None
+    return tuple(dict.fromkeys(runs))
+
+
+def _literal_suffixes(items: Any) -> list[str]:
+    """Literal strings one of which ends every match of ``items`` (back to the last group or alternation
+    of literal ends); "" when a match can end otherwise."""
+    out = [""]
+    for op, av in reversed(items):
+        if op == sre_c.LITERAL:
+            out = [chr(av) + p for p in out]
+            continue
+        if op == sre_c.SUBPATTERN and not av[1] and not av[2]:
+            subs = _literal_suffixes(list(av[-1]))
+        elif op == sre_c.BRANCH:
+            subs = [s for b in av[1] for s in _literal_suffixes(list(b))]
+        else:
+            break
+        if len(subs) * len(out) > _MAX_ANCHORS:
+            break
+        out = [s + p for p in out for s in subs]
+        break
+    return out
 
 
 def _literal_prefixes(items: Any, inexact: list[bool]) -> list[str] | None:

@@ -91,3 +91,36 @@ def test_a_group_name_reused_across_alternatives_is_still_analyzed() -> None:
     assert info.context == 2
     # An escaped parenthesis is not a group and keeps its text.
     assert analyze(r"\(?P<a>x(?P<a>y)|(?P<a>z)").first_chars == frozenset("(Pz")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "anchors", "exact", "tails"),
+    [
+        ("\\s*<think>", ("<think>",), True, ("<think>",)),
+        ("\\s*(?:<\\|im_end\\|>|<\\|endoftext\\|>)\\s*", ("<|im_end|>", "<|endoftext|>"), True, None),
+        ("\\s*</tool_call>(?<=\\}\\s*</tool_call>)\\s*", ("</tool_call>",), True, None),
+        ("(?<![^\\s>])to=(?P<n>\\w+)<\\|m\\|>|<\\|c\\|>x", ("to=", "<|c|>x"), False, ("<|m|>", "<|c|>x")),
+        ("\\s+<x>", None, True, ("<x>",)),  # a required lead run: an anchor prefix alone is no partial match
+        ("\\s*(?: <x>|<y>)", None, True, (" <x>", "<y>")),  # an anchor may start with a lead character
+        ("</think>\\s*|(?=<tool_call>)", None, True, None),
+    ],
+)
+def test_anchors_and_tails(pattern: str, anchors: tuple[str, ...] | None, exact: bool,
+                           tails: tuple[str, ...] | None) -> None:
+    info = analyze(pattern)
+    assert info.anchors == anchors
+    assert info.anchors_exact is exact
+    assert info.tails == tails
+
+
+@given(st.text(alphabet=" \n<>|/xyto=cmh", max_size=40))
+def test_every_match_has_an_anchor_after_its_lead_and_ends_with_a_tail(text: str) -> None:
+    for source in ("\\s*<x>\\s*", "\\s*(?:<\\|x\\|>|<y>)", "(?<![^\\s>])to=(?P<n>\\w+)<\\|m\\|>|<\\|c\\|>x", "<x>[^<]*</x>"):
+        info = analyze(source)
+        assert info.anchors is not None
+        for m in regex.compile(source).finditer(text, overlapped=True):
+            body = m.group()
+            after = body.lstrip(" \n") if info.lead is not None else body
+            assert any(after.startswith(a) for a in info.anchors), (source, text, m)
+            if info.tails is not None:
+                assert any(body.endswith(t) for t in info.tails), (source, text, m)

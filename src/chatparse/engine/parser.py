@@ -118,6 +118,7 @@ class ResponseParser:
         self._quiet: _QuietEntry | None = None
         self._skipped: list[str] = []  # text the fast path emitted without appending it to ``_buf``
         self._fast_chars = 0  # characters the fast path took (their regex budget is credited later)
+        self._discard_events = False  # one-shot: finalize's events are not returned, so not kept
         self.initial_events: list[Event] = []
         if not isinstance(prefix, str):
             raise InputTypeError(f"prefix must be a str, found {type(prefix).__name__}")
@@ -225,6 +226,7 @@ class ResponseParser:
         if self._fast_chars:
             self._unskip()
         self._quiet = None
+        self._discard_events = True
         self._append(text)
 
     def _guarded_feed(self, text: str) -> list[Event]:
@@ -354,7 +356,7 @@ class ResponseParser:
     def finalize(self) -> tuple[dict[str, Any], list[Event]]:
         """End the stream: flush held text, close open regions, return ``(message, events)``."""
         self._check_open()
-        events: list[Event] = []
+        events: list[Event] = _Discard() if self._discard_events else []
         if self._decoder is not None:
             pending = self._decoder.getstate()[0]
             if pending:
@@ -582,6 +584,13 @@ class ResponseParser:
         self._captures = {}
         self._body = []
         self._opened = False
+
+
+class _Discard(list[Event]):
+    """An event list that keeps nothing (one-shot parsing returns only the message)."""
+
+    def append(self, item: Event) -> None:
+        pass
 
 
 def process_region(field: CompiledField, body: str, captures: dict[str, Any]) -> Any:

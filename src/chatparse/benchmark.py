@@ -143,12 +143,13 @@ def one_shot(ref: Any, sizes: list[int], repeat: int) -> list[dict[str, Any]]:
         parse_response("warm", template, prefix="")
         for size in sizes:
             text = make_output(name, size)
-            ours, message = _median_time(lambda: parse_response(text, template, prefix=""), repeat)  # noqa: B023
+            reps = max(repeat, min(101, 2_000_000 // size))  # sub-millisecond parses: more samples
+            ours, message = _median_time(lambda: parse_response(text, template, prefix=""), reps)  # noqa: B023
             row: dict[str, Any] = {"bench": "one-shot", "template": name, "bytes": len(text),
                                    "tool_calls": len(message.get("tool_calls", [])), "ours_mb_s": len(text) / ours / 1e6}
             if ref is not None:
                 theirs, ref_message = _median_time(
-                    lambda: ref.parse_response(text, template, prefix=""), max(1, repeat // 2))  # noqa: B023
+                    lambda: ref.parse_response(text, template, prefix=""), max(1, reps // 2))  # noqa: B023
                 row.update(ref_mb_s=len(text) / theirs / 1e6, ratio=theirs / ours, identical=message == ref_message)
             rows.append(row)
     return rows

@@ -111,13 +111,23 @@ def make_truncated(size: int, *, seed: int = 0) -> str:
     return "<think>" + _words(rng, size // 2) + "</think>\n\n" + _words(rng, size // 2)
 
 
-def _median_time(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+def _times(fn: Callable[[], Any], repeat: int) -> tuple[list[float], Any]:
+    """``repeat`` timings of ``fn`` with the garbage collector off during each (as ``timeit`` does)."""
     times, result = [], None
+    gc.collect()
     for _ in range(repeat):
-        gc.collect()
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
+        gc.disable()
+        try:
+            start = time.perf_counter()
+            result = fn()
+            times.append(time.perf_counter() - start)
+        finally:
+            gc.enable()
+    return times, result
+
+
+def _median_time(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    times, result = _times(fn, repeat)
     return statistics.median(times), result
 
 
@@ -192,12 +202,7 @@ BUILTINS = {"qwen3": "qwen3-literal", "qwen3.5": "qwen3.5-xml", "gpt_oss": "gpt-
 
 
 def _best_time(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    times, result = [], None
-    for _ in range(repeat):
-        gc.collect()
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
+    times, result = _times(fn, repeat)
     return min(times), result
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
@@ -17,7 +18,10 @@ from chatparse import parse_response
 from chatparse.openai import ChatCompletionStream, finish_reason, to_chat_completion, to_chat_message
 
 CORPUS = Path(__file__).parent / "templates" / "corpus"
-FAMILIES = {"qwen3": "qwen3", "gpt_oss": "gpt_oss", "qwen3_5": "qwen3_5"}
+FAMILIES = {name: name for name in (
+    "qwen3", "gpt_oss", "qwen3_5", "hermes", "qwen3_thinking_2507", "internlm2", "smollm3", "ernie45", "longcat",
+    "granite_20b_fc",
+)}
 CASES = [(family, path) for family in FAMILIES for path in sorted((CORPUS / family).glob("*.json"))]
 CHUNKINGS = ["whole", "1", "3", "7", "random"]
 
@@ -182,9 +186,10 @@ def test_qwen3_name_streams_before_the_call_closes() -> None:
     chunks = stream.feed('<tool_call>\n{"name": "get_weather", "arguments": {"city": ')
     names = [tc["function"]["name"] for c in chunks for tc in c["choices"][0]["delta"].get("tool_calls", [])]
     assert names == ["get_weather"]
-    chunks = stream.feed('"Paris"}}\n</tool_call>') + stream.finish()
-    args = [tc["function"]["arguments"] for c in chunks for tc in c["choices"][0]["delta"].get("tool_calls", [])]
-    assert "".join(args) == '{"city": "Paris"}'
+    chunks = stream.feed('"Paris"}')
+    assert arg_fragments(chunks) == ['{"city": "Paris"']  # the nested object closed: its last key is whole
+    chunks = stream.feed('}\n</tool_call>') + stream.finish()
+    assert arg_fragments(chunks) == ["}"]
 
 
 def test_qwen3_5_typed_xml_arguments_stream_one_key_behind() -> None:
@@ -273,3 +278,187 @@ def test_streaming_cost_is_linear() -> None:
     small = min(_stream_seconds(16_000) for _ in range(3))
     large = min(_stream_seconds(128_000) for _ in range(3))
     assert large / small < 8 * 2.5  # 8x the text: linear is ~8x, quadratic would be ~64x
+
+
+# --- arguments nested in a JSON body: {"name": ..., "arguments": {...}} --------------------------
+
+NESTED_FAMILIES = ["qwen3", "hermes", "qwen3_thinking_2507"]  # <tool_call>{"name": …, "arguments": {…}}</tool_call>
+
+
+def arg_fragments(chunks: list[dict[str, Any]]) -> list[str]:
+    return [tc["function"]["arguments"] for c in chunks for tc in c["choices"][0]["delta"].get("tool_calls") or []
+            if tc.get("function", {}).get("arguments")]
+
+
+def written_bodies(text: str) -> list[dict[str, Any]]:
+    """The JSON objects written after each ``<tool_call>`` in the raw output, in their key order."""
+    decoder, out = json.JSONDecoder(), []
+    for match in re.finditer(r"<tool_call>\s*", text):
+        try:
+            body, _ = decoder.raw_decode(text, match.end())
+        except ValueError:
+            continue
+        if isinstance(body, dict):
+            out.append(body)
+    return out
+
+
+def name_first(bodies: list[dict[str, Any]], name: str, keys: list[str]) -> bool:
+    """Whether the call ``name`` with these argument keys was written with "name" before "arguments"."""
+    for body in bodies:
+        args = body.get("arguments")
+        if body.get("name") == name and isinstance(args, dict) and list(args) == keys:
+            order = list(body)
+            return order.index("name") < order.index("arguments")
+    return False
+
+
+@pytest.mark.parametrize("how", ["1", "3", "7", "random"])
+@pytest.mark.parametrize("family", NESTED_FAMILIES)
+def test_nested_arguments_stream_before_the_call_closes(family: str, how: str) -> None:
+    checked = multi_key = 0
+    for path in sorted((CORPUS / family).glob("*.json")):
+        case = load(path)
+        on_malformed = case.get("options", {}).get("on_malformed", "raise")
+        stream = ChatCompletionStream(family, case["prefix"], tools=case.get("tools"), model="m", id_factory=ids,
+                                      on_malformed=on_malformed, created=1)
+        pieces = split(case["output"], how, seed=hash(path.name) & 0xFFFF)
+        sent: list[tuple[int, dict[str, Any]]] = []  # (feed number, chunk); finish() is the last number
+        for number, piece in enumerate(pieces):
+            sent.extend((number, chunk) for chunk in stream.feed(piece))
+        sent.extend((len(pieces), chunk) for chunk in stream.finish())
+        assert stream.mismatches == []
+        for _, chunk in sent:
+            ChatCompletionChunk.model_validate(chunk)
+        assert stream.message is not None
+        wire = to_chat_message(stream.message, id_factory=ids)
+        bodies = written_bodies(case["output"])
+        for final in wire.get("tool_calls", []):
+            index = int(final["id"].removeprefix("call_"))
+            mine = [(number, position, tc) for position, (number, chunk) in enumerate(sent)
+                    for tc in chunk["choices"][0]["delta"].get("tool_calls") or [] if tc["index"] == index]
+            fragments = [(number, position, tc["function"]["arguments"]) for number, position, tc in mine
+                         if tc["function"].get("arguments")]
+            assert "".join(f for _, _, f in fragments) == final["function"]["arguments"]
+            assert "id" in mine[0][2] and mine[0][2]["function"]["name"] == final["function"]["name"]
+            assert all("id" not in tc for _, _, tc in mine[1:])  # the header precedes every fragment
+            arguments = json.loads(final["function"]["arguments"])
+            if not name_first(bodies, final["function"]["name"], list(arguments)) or not arguments:
+                continue
+            checked += 1
+            multi_key += len(arguments) > 1
+            first_key = json.dumps(next(iter(arguments)), ensure_ascii=False)
+            close_feed, close_position, close_fragment = fragments[-1]
+            assert close_fragment == "}"  # every key was sent early: only the brace waits for the close
+            first_feed, first_position, first_fragment = fragments[0]
+            assert first_fragment.startswith("{" + first_key + ": ")
+            assert first_position < close_position
+            assert first_feed < close_feed  # sent by an earlier feed than the one that closed the call
+    assert checked >= 2 and multi_key >= 1, (checked, multi_key)
+
+
+def test_nested_typed_arguments_stream_early() -> None:
+    tools = [{"type": "function", "function": {"name": "alarm", "parameters": {
+        "type": "object", "properties": {"hour": {"type": "integer"}, "pin": {"type": "string"}}}}}]
+    stream = ChatCompletionStream("qwen3", "", tools=tools, id_factory=ids)
+    early = arg_fragments(stream.feed('<tool_call>\n{"name": "alarm", "arguments": {"hour": "7", "pin": "007", '))
+    assert early == ['{"hour": 7', ', "pin": "007"']
+    rest = arg_fragments(stream.feed('"x": [1, {"y": null}]}}\n</tool_call>') + stream.finish())
+    assert rest == [', "x": [1, {"y": null}]', "}"]
+    assert stream.message is not None
+    assert "".join(early + rest) == to_chat_message(stream.message)["tool_calls"][0]["function"]["arguments"]
+    assert json.loads("".join(early + rest)) == {"hour": 7, "pin": "007", "x": [1, {"y": None}]}
+
+
+def test_nested_arguments_before_the_name_are_sent_at_the_close() -> None:
+    text = '<tool_call>\n{"arguments": {"a": 1, "b": "x"}, "name": "f"}\n</tool_call>'
+    stream = ChatCompletionStream("hermes", "", id_factory=ids)
+    before_close = [c for ch in text[:-len("</tool_call>")] for c in stream.feed(ch)]
+    calls = [tc for c in before_close for tc in c["choices"][0]["delta"].get("tool_calls") or []]
+    assert calls == [{"index": 0, "id": "call_0", "type": "function", "function": {"name": "f", "arguments": ""}}]
+    rest = [c for ch in text[-len("</tool_call>"):] for c in stream.feed(ch)] + stream.finish()
+    assert arg_fragments(rest) == ['{"a": 1, "b": "x"}']
+    assert stream.mismatches == []
+
+
+def test_nested_escapes_and_surrogate_pairs_split_across_chunks() -> None:
+    body = '{"name": "f", "arguments": {"s": "\\ud83d\\ude00 \\"q\\" \\\\ \\n caf\\u00e9 東京", "n": -1.5e2}}'
+    text = "<tool_call>\n" + body + "\n</tool_call>"
+    stream = ChatCompletionStream("qwen3", "", id_factory=ids)
+    chunks = [c for ch in text for c in stream.feed(ch)]
+    early = arg_fragments(chunks)
+    assert early[0] == '{"s": "😀 \\"q\\" \\\\ \\n café 東京"'
+    fragments = early + arg_fragments(stream.finish())
+    assert "".join(fragments) == json.dumps(json.loads(body)["arguments"], ensure_ascii=False)
+    assert fragments[-1] == "}" and stream.mismatches == []
+
+
+def test_nested_parameters_key_streams_early() -> None:
+    prefix = "<|im_start|>user\nWhat is (3+5)*2?<|im_end|>\n<|im_start|>assistant\n"
+    stream = ChatCompletionStream("internlm2", prefix, id_factory=ids)
+    early = arg_fragments(stream.feed('<|action_start|><|plugin|>\n{"name": "calc", "parameters": {"expr": "8*2", '))
+    assert early == ['{"expr": "8*2"']
+    rest = arg_fragments(stream.feed('"exact": true}}<|action_end|><|im_end|>') + stream.finish())
+    assert "".join(early + rest) == '{"expr": "8*2", "exact": true}'
+    assert stream.mismatches == []
+
+
+def test_body_that_is_the_function_object_streams_early() -> None:
+    # smollm3: {"type": "function", "function": "{content}"}
+    stream = ChatCompletionStream("smollm3", "", id_factory=ids)
+    head = stream.feed('<tool_call>{"name": "get_weather", "arguments": {"city": "Paris", ')
+    assert [tc["function"]["name"] for c in head for tc in c["choices"][0]["delta"].get("tool_calls") or []
+            if "id" in tc] == ["get_weather"]
+    assert arg_fragments(head) == ['{"city": "Paris"']
+    rest = arg_fragments(stream.feed('"days": 2}}</tool_call><|im_end|>') + stream.finish())
+    assert "".join(arg_fragments(head) + rest) == '{"city": "Paris", "days": 2}'
+    assert stream.mismatches == []
+
+
+nested_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)
+    | st.sampled_from(['"', "\\", "\n", "\t", "\u0000", "😀", "é", "東京", "</tool_call>", "a}b"]),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=4), children, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(arguments=st.dictionaries(st.text(max_size=6), nested_values, max_size=5),
+       family=st.sampled_from(["qwen3", "hermes"]), ensure_ascii=st.booleans(),
+       indent=st.sampled_from([None, 0, 2]), data=st.data())
+def test_any_nested_arguments_in_any_chunks(arguments: dict[str, Any], family: str, ensure_ascii: bool,
+                                            indent: int | None, data: st.DataObject) -> None:
+    body = json.dumps({"name": "f", "arguments": arguments}, ensure_ascii=ensure_ascii, indent=indent)
+    assume(not re.search(r"\}\s*</tool_call>", body))  # would end the call early (docs: the templates' note)
+    text = "<tool_call>\n" + body + "\n</tool_call>"
+    cuts = sorted(data.draw(st.sets(st.integers(1, len(text) - 1), max_size=16)))
+    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+    stream = ChatCompletionStream(family, "", id_factory=ids)
+    chunks = [c for p in pieces for c in stream.feed(p)] + stream.finish()
+    assert stream.mismatches == []
+    assert stream.message is not None
+    parsed = stream.message["tool_calls"][0]["function"]["arguments"]
+    assert parsed == json.loads(body)["arguments"]
+    fragments = arg_fragments(chunks)
+    assert "".join(fragments) == json.dumps(parsed, ensure_ascii=False)
+    assert "".join(fragments) == to_chat_message(stream.message)["tool_calls"][0]["function"]["arguments"]
+    assert fragments[-1] == ("}" if arguments else "{}")  # name first: every key went early
+
+
+def _nested_stream_seconds(keys: int) -> float:
+    arguments = {f"k{i}": ["v" * 5, i, {"x": None}] for i in range(keys)}
+    text = "<tool_call>\n" + json.dumps({"name": "f", "arguments": arguments}) + "\n</tool_call>"
+    stream = ChatCompletionStream("qwen3", "", created=1)
+    start = time.perf_counter()
+    for i in range(0, len(text), 4):
+        stream.feed(text[i : i + 4])
+    stream.finish()
+    return time.perf_counter() - start
+
+
+def test_nested_arguments_streaming_cost_is_linear() -> None:
+    small = min(_nested_stream_seconds(250) for _ in range(3))
+    large = min(_nested_stream_seconds(2000) for _ in range(3))
+    assert large / small < 8 * 2.5  # 8x the keys: linear is ~8x, quadratic would be ~64x

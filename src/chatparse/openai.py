@@ -337,7 +337,13 @@ class ChatCompletionStream:
                     if isinstance(value, str):
                         self._header(call, value)
 
-            return ArgumentStream(on_key_completed=on_key)
+            def on_nested_key(key: str, value: Any) -> None:
+                self._early_key(call, key, value)  # no header yet (arguments before "name"): all wait for the close
+
+            if shape.args_key is None:
+                return ArgumentStream(on_key_completed=on_key)
+            return ArgumentStream(on_key_completed=on_key, nested_key=shape.args_key,
+                                  on_nested_key_completed=on_nested_key)
         if shape.body == "xml" and shape.args_whole:
             from chatparse.tools.xml_stream import XMLArgumentStream
 
@@ -407,12 +413,15 @@ class _Shape:
     name_capture: str | None = None  # "{name}": a named group of the open delimiter
     name_key: str | None = None  # "{content.name}": a top-level key of a JSON body
     args_whole: bool = False  # "{content}": the whole body is the arguments object
+    args_key: str | None = None  # "{content.arguments}": the arguments are one top-level key's value
     body: str = ""  # "json" | "xml" | "" (no early streaming)
 
 
 def _call_shape(fld: CompiledField) -> _Shape:
     transform = fld.transform
     fn = transform.get("function") if isinstance(transform, Mapping) and not fld.transform_each else None
+    if fn == "{content}":  # the body is the function object itself: {"name": …, "arguments": {…}}
+        fn = {"name": "{content.name}", "arguments": "{content.arguments}"}
     if not isinstance(fn, Mapping):
         return _Shape()
     name, args = fn.get("name"), fn.get("arguments")
@@ -428,7 +437,17 @@ def _call_shape(fld: CompiledField) -> _Shape:
             name_key = ref[len("content."):] if ref.count(".") == 1 else None
         elif ref != "content" and "." not in ref:
             name_capture = ref
-    return _Shape(name_capture=name_capture, name_key=name_key, args_whole=args == "{content}", body=body)
+    args_key = _content_key(args) if body == "json" else None
+    return _Shape(name_capture=name_capture, name_key=name_key, args_whole=args == "{content}",
+                  args_key=args_key, body=body)
+
+
+def _content_key(ref: Any) -> str | None:
+    """``key`` for a ``"{content.key}"`` placeholder (one level deep), else None."""
+    if not isinstance(ref, str) or not (ref.startswith("{content.") and ref.endswith("}")):
+        return None
+    key = ref[len("{content.") : -1]
+    return key if key and "." not in key and "{" not in key and "}" not in key else None
 
 
 def _xml_args_unusual(args: Mapping[str, Any]) -> bool:

@@ -309,3 +309,111 @@ def test_feed_never_raises_on_arbitrary_text(chunks: list[str], reason: str | No
     result, _, _ = run(chunks, finish_reason=reason)  # type: ignore[arg-type]
     assert result.status in {"complete", "truncated", "invalid"}
     assert result.received_chars == sum(map(len, chunks))
+
+
+# --- nested_key: the keys of one top-level key's object value ------------------------------------
+
+NESTED_CORPUS = [
+    '{"name": "f", "arguments": {"a": 1, "b": "x\\"y", "c": [1, {"d": null}], "e": {"f": true}}}',
+    '{"arguments": {"z": -0.5e3, "s": "\\ud83d\\ude00 caf\\u00e9"}, "name": "f"}',
+    '{"name": "f", "arguments": {}}',
+    '{"name": "f", "other": {"arguments": {"no": 1}}, "arguments": {"yes": [{"arguments": 2}]}}',
+    '{"name": "f", "arguments": "a string, not an object"}',
+    '{"name": "f", "arguments": [{"a": 1}]}',
+    ' {\n "name" : "f" ,\n "arguments" : { "k" : 1 , "l" : "raw é 中文" } \n} ',
+]
+
+
+def run_nested(chunks: list[str], finish_reason: str = "stop", nested_key: str = "arguments"):  # type: ignore[no-untyped-def]
+    events: list[tuple[str, str, Any]] = []
+    stream = ArgumentStream(
+        on_key_completed=lambda k, v: events.append(("top", k, v)),
+        nested_key=nested_key,
+        on_nested_key_completed=lambda k, v: events.append(("nested", k, v)),
+    )
+    for chunk in chunks:
+        stream.feed(chunk)
+    return stream.finish(finish_reason), events
+
+
+@pytest.mark.parametrize("text", NESTED_CORPUS)
+def test_nested_keys_in_any_chunks(text: str) -> None:
+    expected = json.loads(text)
+    nested = expected["arguments"]
+    want_nested = [("nested", k, v) for k, v in nested.items()] if isinstance(nested, dict) else []
+    for chunks in splittings(text):
+        result, events = run_nested(chunks)
+        assert result.status == "complete" and result.arguments == expected
+        assert [e for e in events if e[0] == "nested"] == want_nested
+        assert [e for e in events if e[0] == "top"] == [("top", k, v) for k, v in expected.items()]
+        # every nested key is reported before the top-level key that holds the object
+        if want_nested:
+            assert events.index(want_nested[-1]) < events.index(("top", "arguments", nested))
+
+
+def test_nested_key_completes_when_its_separator_arrives() -> None:
+    events: list[tuple[str, Any]] = []
+    stream = ArgumentStream(nested_key="arguments", on_nested_key_completed=lambda k, v: events.append((k, v)))
+    stream.feed('{"name": "f", "arguments": {"a": "x"')
+    assert events == []
+    stream.feed(', "n": 12')
+    assert events == [("a", "x")]
+    stream.feed("3")
+    assert events == [("a", "x")]  # 123 may still grow
+    stream.feed("}")
+    assert events == [("a", "x"), ("n", 123)]
+    stream.feed("}")
+    assert stream.finish().status == "complete"
+
+
+def test_nested_key_other_key_and_parameters() -> None:
+    text = '{"name": "f", "parameters": {"p": 1}, "arguments": {"a": 2}}'
+    _, events = run_nested([text], nested_key="parameters")
+    assert [e for e in events if e[0] == "nested"] == [("nested", "p", 1)]
+
+
+def test_nested_key_closed_value_at_the_cut_counts() -> None:
+    result, events = run_nested(['{"name": "f", "arguments": {"a": "x"'], finish_reason="length")
+    assert result.status == "truncated"
+    assert ("nested", "a", "x") in events
+    result, events = run_nested(['{"name": "f", "arguments": {"a": 12'], finish_reason="length")
+    assert [e for e in events if e[0] == "nested"] == []
+
+
+def test_nested_duplicate_key_stops_reporting() -> None:
+    result, events = run_nested(['{"name": "f", "arguments": {"a": 1, "a": 2, "b": 3}}'])
+    assert result.status == "invalid" and result.error is not None and result.error.code == "duplicate_key"
+    assert [e for e in events if e[0] == "nested"] == [("nested", "a", 1)]
+
+
+def test_nested_callback_exception_is_captured() -> None:
+    seen: list[str] = []
+
+    def boom(key: str, value: Any) -> None:
+        seen.append(key)
+        raise RuntimeError(key)
+
+    stream = ArgumentStream(nested_key="arguments", on_nested_key_completed=boom)
+    stream.feed('{"name": "f", "arguments": {"a": 1, "b": 2}}')
+    result = stream.finish()
+    assert seen == ["a"]
+    assert result.status == "invalid" and result.error is not None and result.error.code == "callback_failed"
+    assert result.arguments == {"name": "f", "arguments": {"a": 1, "b": 2}}
+
+
+def test_without_nested_key_nothing_nested_is_reported() -> None:
+    seen: list[str] = []
+    stream = ArgumentStream(on_nested_key_completed=lambda k, v: seen.append(k))
+    stream.feed('{"arguments": {"a": 1}}')
+    assert stream.finish().ok and seen == []
+
+
+@given(value=json_objects, ensure_ascii=st.booleans(), indent=st.sampled_from([None, 0, 2]), data=st.data())
+def test_any_nested_object_in_any_chunks(value: dict[str, Any], ensure_ascii: bool, indent: int | None,
+                                         data: Any) -> None:
+    text = json.dumps({"name": "f", "arguments": value}, ensure_ascii=ensure_ascii, indent=indent)
+    cuts = sorted(data.draw(st.sets(st.integers(1, max(1, len(text) - 1)), max_size=10)))
+    chunks = [text[a:b] for a, b in itertools.pairwise([0, *cuts, len(text)])]
+    result, events = run_nested(chunks)
+    assert result.ok
+    assert [(k, v) for kind, k, v in events if kind == "nested"] == list(json.loads(text)["arguments"].items())

@@ -1,9 +1,11 @@
 """``ArgumentStream``: an incremental JSON scanner for streamed tool-call arguments.
 
 A character state machine that keeps its state between chunks and never re-reads input:
-linear time. It fires ``on_key_completed`` per top-level key, streams one string key's
-decoded text through ``on_string_progress``, never raises from ``feed``/``finish`` and
-ends in an ``ArgumentStreamResult`` (``complete`` | ``truncated`` | ``invalid``).
+linear time. It fires ``on_key_completed`` per top-level key (and, if asked,
+``on_nested_key_completed`` per key of the object that is one top-level key's value), streams
+one string key's decoded text through ``on_string_progress``, never raises from
+``feed``/``finish`` and ends in an ``ArgumentStreamResult`` (``complete`` | ``truncated`` |
+``invalid``).
 """
 
 from __future__ import annotations
@@ -201,8 +203,13 @@ class ArgumentStream(KeyedStream):
     ``on_key_completed(key, value)`` fires once per top-level key, when its value and the
     following ``,`` or ``}`` arrived (or at ``finish`` for a value that visibly closed).
     ``on_string_progress(stream_key, text)`` receives the decoded pieces of that key's
-    string value while it arrives; their concatenation is the final value. A callback that
-    raises is not called again and the result becomes ``invalid`` (``callback_failed``).
+    string value while it arrives; their concatenation is the final value. With
+    ``nested_key``, ``on_nested_key_completed(key, value)`` fires likewise for each key of the
+    object that is the value of the top-level key ``nested_key`` (``{"name": …, "arguments":
+    {…}}``), when that key's value and the following ``,`` or ``}`` arrived; these keys are not
+    top-level keys (the result still lists ``nested_key`` once, as one argument). A callback that
+    raises is not called again (nor is any other) and the result becomes ``invalid``
+    (``callback_failed``).
     Raw control characters inside strings are kept, as ``json.loads(strict=False)`` does.
     """
 
@@ -213,14 +220,20 @@ class ArgumentStream(KeyedStream):
         stream_key: str | None = None,
         *,
         max_depth: int = MAX_DEPTH,
+        nested_key: str | None = None,
+        on_nested_key_completed: KeyCallback | None = None,
     ) -> None:
         super().__init__(on_key_completed, on_string_progress, stream_key)
         self.max_depth = max_depth
+        self.nested_key = nested_key
+        self.on_nested_key_completed = on_nested_key_completed
+        self._watch_nested = nested_key is not None and on_nested_key_completed is not None
         self._state = _START
         self._containers: list[Any] = []  # open objects/arrays, outermost (the arguments) first
         self._keys: list[str | None] = []  # the pending key of each open object
         self._chunk_start = 0  # offset of the current chunk, for error positions
         self._pending: tuple[str, Any] | None = None  # a top-level value closed, separator not yet seen
+        self._nested_pending: tuple[str, Any] | None = None  # likewise, a key of the watched nested object
         self._init_string_state()
         self._token: list[str] = []
         self._literal = ""
@@ -352,8 +365,8 @@ class ArgumentStream(KeyedStream):
         return i + 1
 
     def _close(self, i: int) -> int:
-        if len(self._containers) == 1:
-            self._commit_pending()
+        if len(self._containers) <= 2:
+            self._commit_pending()  # the last key of the arguments object or of the watched nested one
         container = self._containers.pop()
         self._keys.pop()
         if self._containers:
@@ -367,12 +380,20 @@ class ArgumentStream(KeyedStream):
         if parent is self._arguments:
             self._pending = (self._keys[-1] or "", value)  # committed at the separator
         elif isinstance(parent, dict):
-            parent[self._keys[-1]] = value
+            key = self._keys[-1] or ""
+            parent[key] = value
+            if self._watch_nested and len(self._containers) == 2 and self._keys[0] == self.nested_key:
+                self._nested_pending = (key, value)  # committed at the separator
         else:
             parent.append(value)
         self._state = _AFTER_VALUE
 
     def _commit_pending(self) -> None:
+        if self._nested_pending is not None:
+            key, value = self._nested_pending
+            self._nested_pending = None
+            if self.on_nested_key_completed is not None:
+                self._call(self.on_nested_key_completed, key, value)
         if self._pending is not None:
             key, value = self._pending
             self._pending = None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import random
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -264,22 +263,6 @@ def test_gpt_oss_typed_arguments_stream_early() -> None:
     assert json.loads(early + rest) == {"hour": 7, "pin": "007", "x": [1, {"y": None}]}
 
 
-def _stream_seconds(size: int) -> float:
-    text = "<think>" + "why " * (size // 8) + "</think>" + "word " * (size // 10) + "<|im_end|>"
-    stream = ChatCompletionStream("qwen3", "", created=1)
-    start = time.perf_counter()
-    for i in range(0, len(text), 4):
-        stream.feed(text[i : i + 4])
-    stream.finish()
-    return time.perf_counter() - start
-
-
-def test_streaming_cost_is_linear() -> None:
-    small = min(_stream_seconds(16_000) for _ in range(3))
-    large = min(_stream_seconds(128_000) for _ in range(3))
-    assert large / small < 8 * 2.5  # 8x the text: linear is ~8x, quadratic would be ~64x
-
-
 # --- arguments nested in a JSON body: {"name": ..., "arguments": {...}} --------------------------
 
 NESTED_FAMILIES = ["qwen3", "hermes", "qwen3_thinking_2507"]  # <tool_call>{"name": …, "arguments": {…}}</tool_call>
@@ -445,20 +428,3 @@ def test_any_nested_arguments_in_any_chunks(arguments: dict[str, Any], family: s
     assert "".join(fragments) == json.dumps(parsed, ensure_ascii=False)
     assert "".join(fragments) == to_chat_message(stream.message)["tool_calls"][0]["function"]["arguments"]
     assert fragments[-1] == ("}" if arguments else "{}")  # name first: every key went early
-
-
-def _nested_stream_seconds(keys: int) -> float:
-    arguments = {f"k{i}": ["v" * 5, i, {"x": None}] for i in range(keys)}
-    text = "<tool_call>\n" + json.dumps({"name": "f", "arguments": arguments}) + "\n</tool_call>"
-    stream = ChatCompletionStream("qwen3", "", created=1)
-    start = time.perf_counter()
-    for i in range(0, len(text), 4):
-        stream.feed(text[i : i + 4])
-    stream.finish()
-    return time.perf_counter() - start
-
-
-def test_nested_arguments_streaming_cost_is_linear() -> None:
-    small = min(_nested_stream_seconds(250) for _ in range(3))
-    large = min(_nested_stream_seconds(2000) for _ in range(3))
-    assert large / small < 8 * 2.5  # 8x the keys: linear is ~8x, quadratic would be ~64x

@@ -118,10 +118,13 @@ def _wire_call(call: Any, index: int, make_id: IdFactory) -> dict[str, Any]:
 
 @dataclass
 class _TextState:
-    """One text field: what was emitted in total, and the open region's held trailing whitespace."""
+    """One text field: what was sent (as pieces: re-joining on every send would be quadratic), the
+    regions' values so far, and the open region's held trailing whitespace."""
 
-    value: str | None = None  # the field's value as the parser builds it (mirrors join/replace)
-    emitted: str = ""
+    sent: list[str] = field(default_factory=list)  # every delta sent for the field
+    region_sent: list[str] = field(default_factory=list)  # the deltas of the open region
+    values: list[str] = field(default_factory=list)  # closed regions' values (the last one without join)
+    synced: bool = True  # what was sent equals the field's value as of the last close
     started: bool = False  # the open region produced non-space text
     held: str = ""
     closed_once: bool = False
@@ -134,7 +137,7 @@ class _CallState:
     index: int | None = None
     id: str | None = None
     name: str | None = None
-    emitted: str = ""  # argument fragments sent so far
+    emitted: list[str] = field(default_factory=list)  # argument fragments sent so far (joined at the close)
     keys: set[str] = field(default_factory=set)
     pending: str | None = None  # XML: the last completed key's fragment, sent when the next completes
     scanner: Any = None
@@ -204,7 +207,8 @@ class ChatCompletionStream:
         self._run(events, last_feed=False)
         self.message = message
         for name, state in self._text.items():  # the final value after finalize's cleanup
-            self._reconcile_text(name, state, message.get(name))
+            final = message.get(name)
+            self._reconcile_text(name, state, final if isinstance(final, str) else "")
         self._done = True
         self._ensure_role()
         self._pending_chunks.append(self._chunk({}, _finish(self._calls_made > 0, finish_reason)))
@@ -213,6 +217,15 @@ class ChatCompletionStream:
     # --- event routing ----------------------------------------------------------------------------
 
     def _run(self, events: list[dict[str, Any]], *, last_feed: bool) -> None:
+        if len(events) == 1 and events[0]["type"] == "region_chunk":  # the common case, one text chunk
+            event = events[0]
+            name = event["field"]
+            state = self._text.get(name)
+            if state is not None and (name == CONTENT_FIELD or name in REASONING_FIELDS):
+                text_field = self.parser.template.fields[name]
+                if not event["dirty"] and self._streams_text(text_field, state):
+                    self._text_chunk(name, state, text_field, event["text"])
+                return
         last_open = max((i for i, e in enumerate(events) if e["type"] == "region_open"), default=-1)
         for i, event in enumerate(events):
             name = event["field"]
@@ -229,21 +242,38 @@ class ChatCompletionStream:
 
     def _route_text(self, kind: str, event: dict[str, Any], fld: CompiledField) -> None:
         name = event["field"]
-        state = self._text.setdefault(name, _TextState())
+        state = self._text.get(name)
+        if state is None:
+            state = self._text[name] = _TextState()
         if kind == "region_open":
-            state.started, state.held = False, ""
+            state.started, state.held, state.region_sent = False, "", []
         elif kind == "region_chunk":
-            if not event["dirty"] and _strips(fld) and (fld.join is not None or not state.closed_once):
+            if not event["dirty"] and self._streams_text(fld, state):
                 self._text_chunk(name, state, fld, event["text"])
         elif kind == "region_close":
             value = event["value"]
-            if fld.join is not None and isinstance(value, str):
-                state.value = value if state.value is None else state.value + fld.join + value
+            text = value if isinstance(value, str) else ""
+            join = fld.join if isinstance(value, str) else None
+            joined = join is not None
+            # What this region adds to the field's value: the join string and its text, or (a field
+            # without join) its text replacing the value.
+            expected = (join + text if join is not None and state.values else text) \
+                if joined or not state.closed_once else None
+            if joined:
+                state.values.append(value)
             else:
-                state.value = value if isinstance(value, str) else None
+                state.values = [text]
             state.closed_once = True
             state.started, state.held = False, ""
-            self._reconcile_text(name, state, state.value)
+            if expected is not None and state.synced:
+                self._reconcile_region(name, state, expected)
+            else:  # a repeated field without join: the whole value against everything sent
+                target = join.join(state.values) if join is not None else text
+                self._reconcile_text(name, state, target)
+            state.region_sent = []
+
+    def _streams_text(self, fld: CompiledField, state: _TextState) -> bool:
+        return _strips(fld) and (fld.join is not None or not state.closed_once)
 
     def _text_chunk(self, name: str, state: _TextState, fld: CompiledField, text: str) -> None:
         if not state.started:
@@ -251,24 +281,39 @@ class ChatCompletionStream:
             if not text:
                 return
             state.started = True
-            if fld.join is not None and state.value is not None:
+            if fld.join is not None and state.values:
                 text = fld.join + text
         combined = state.held + text
         kept = combined.rstrip()
         state.held = combined[len(kept):]
         self._emit_text(name, state, kept)
 
-    def _reconcile_text(self, name: str, state: _TextState, final: Any) -> None:
-        target = final if isinstance(final, str) else ""
-        if target.startswith(state.emitted):
-            self._emit_text(name, state, target[len(state.emitted):])
-        elif name not in self.mismatches:
-            self.mismatches.append(name)
+    def _reconcile_region(self, name: str, state: _TextState, expected: str) -> None:
+        """At a region's close, everything before it already matched: only its own text is compared."""
+        sent = "".join(state.region_sent)
+        if expected.startswith(sent):
+            self._emit_text(name, state, expected[len(sent):])
+        else:
+            state.synced = False
+            if name not in self.mismatches:
+                self.mismatches.append(name)
+
+    def _reconcile_text(self, name: str, state: _TextState, target: str) -> None:
+        sent = "".join(state.sent)
+        state.sent = [sent] if sent else []
+        if target.startswith(sent):
+            self._emit_text(name, state, target[len(sent):])
+            state.synced = True
+        else:
+            state.synced = False
+            if name not in self.mismatches:
+                self.mismatches.append(name)
 
     def _emit_text(self, name: str, state: _TextState, text: str) -> None:
         if not text:
             return
-        state.emitted += text
+        state.sent.append(text)
+        state.region_sent.append(text)
         key = CONTENT_FIELD if name == CONTENT_FIELD else self.reasoning_key
         self._delta({key: text})
 
@@ -306,8 +351,9 @@ class ChatCompletionStream:
             call = _CallState()
             self._header(call, name)
         self._calls_made += 1
-        if final.startswith(call.emitted):
-            self._args(call, final[len(call.emitted):])
+        sent = "".join(call.emitted)
+        if final.startswith(sent):
+            self._args(call, final[len(sent):])
         else:
             self.mismatches.append(f"tool_calls[{call.index}].arguments")
 
@@ -322,7 +368,7 @@ class ChatCompletionStream:
     def _args(self, call: _CallState, fragment: str) -> None:
         if not fragment or call.index is None:
             return
-        call.emitted += fragment
+        call.emitted.append(fragment)
         self._delta({"tool_calls": [{"index": call.index, "function": {"arguments": fragment}}]})
 
     def _scanner(self, call: _CallState, shape: _Shape) -> Any:

@@ -118,7 +118,7 @@ class ResponseParser:
         self._quiet: _QuietEntry | None = None
         self._skipped: list[str] = []  # text the fast path emitted without appending it to ``_buf``
         self._fast_chars = 0  # characters the fast path took (their regex budget is credited later)
-        self._discard_events = False  # one-shot: finalize's events are not returned, so not kept
+        self._discard_events = False  # one-shot (parse_response): no event is returned, so none is kept
         self.initial_events: list[Event] = []
         if not isinstance(prefix, str):
             raise InputTypeError(f"prefix must be a str, found {type(prefix).__name__}")
@@ -217,18 +217,6 @@ class ResponseParser:
         except Exception as exc:
             raise _fault(exc) from exc
 
-    def _feed_whole(self, text: str) -> None:
-        """The one-shot path: the whole generation at once. Nothing is scanned until ``finalize``, which
-        knows no more text comes, so no match is held back or re-checked for growth on the way."""
-        if type(text) is not str and not isinstance(text, str):
-            raise InputTypeError(f"parse_response() takes str, found {type(text).__name__}")
-        self._check_open()
-        if self._fast_chars:
-            self._unskip()
-        self._quiet = None
-        self._discard_events = True
-        self._append(text)
-
     def _guarded_feed(self, text: str) -> list[Event]:
         try:
             return self._feed(text)
@@ -265,7 +253,7 @@ class ResponseParser:
         if self._fast_chars:
             self._unskip()
         self._budget.start_feed(len(text))
-        events: list[Event] = []
+        events: list[Event] = _Discard() if self._discard_events else []
         if text:
             self._append(text)
             hold = self._quiet_hold()

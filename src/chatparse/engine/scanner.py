@@ -18,7 +18,6 @@ from chatparse.template.compile import Delimiter
 # How far past a regex match the "could it still grow" check looks (see docs/compatibility.md).
 GROWTH_WINDOW = 65536
 _NO_GROUPS: dict[str, Any] = {}
-_MAX_OCCURRENCES = 8  # anchor occurrences checked one by one; more take the search path
 _MAX_TRIES = 64  # anchored tries at anchor occurrences before a plain search takes over
 
 
@@ -215,38 +214,36 @@ class DelimiterScanner:
         info = self.delim.info
         anchors = info.anchors
         assert anchors is not None
-        found: list[int] = []
-        for anchor in anchors:
-            q = buf.find(anchor, pos)
-            while q != -1:
-                if len(found) == _MAX_OCCURRENCES:
-                    return _TOO_MANY
-                found.append(q)
-                q = buf.find(anchor, q + 1)
-        if not found:
+        nexts = [buf.find(a, pos) for a in anchors]
+        q = min((n for n in nexts if n >= 0), default=-1)
+        if q < 0:
             return self._prefix_partial(buf, pos)  # no complete match is possible
         size = len(buf)
         delim = self.delim
-        first_partial = -1
         exact = info.anchors_exact
         tails = info.tails  # without one of them in the text no complete match exists: partials only
         complete = tails is None or any(buf.find(t, pos) >= 0 for t in tails)
-        starts = [self._lead_start(buf, pos, found[0]) if exact else found[0]] if len(found) == 1 else sorted(
-            {self._lead_start(buf, pos, q) if exact else q for q in found})
-        for start in starts:
-            m = self._budget.run(delim.pattern.match, delim.field, delim.key, buf, start, partial=True)
-            if m is None:
-                continue
-            if m.partial:
-                if first_partial < 0:
+        first_partial = last = -1
+        for _ in range(_MAX_TRIES):  # occurrences in order, found one at a time
+            start = self._lead_start(buf, pos, q) if exact else q
+            if start != last:
+                last = start
+                m = self._budget.run(delim.pattern.match, delim.field, delim.key, buf, start, partial=True)
+                if m is not None and not m.partial:
+                    hit = Hit(m.start(), m.end(), m.groupdict(), m.end() == size or self._can_grow(buf, m))
+                    if width is not None and not hit.pending and hit.start + width + 2 <= size:
+                        self._stable = hit
+                    return hit
+                if m is not None and first_partial < 0:
                     first_partial = start
                     if not complete:
-                        break  # later candidates could only start later partial matches
-                continue
-            hit = Hit(m.start(), m.end(), m.groupdict(), m.end() == size or self._can_grow(buf, m))
-            if width is not None and not hit.pending and hit.start + width + 2 <= size:
-                self._stable = hit
-            return hit
+                        break  # later occurrences could only start later partial matches
+            nexts = [buf.find(a, q + 1) if n == q else n for a, n in zip(anchors, nexts, strict=True)]
+            q = min((n for n in nexts if n >= 0), default=-1)
+            if q < 0:
+                break
+        else:
+            return _TOO_MANY
         if first_partial >= 0 and first_partial <= size - self._anchor_len:
             return Hit(first_partial, size, _NO_GROUPS, True)  # an anchor forming at the end starts later
         forming = self._prefix_partial(buf, pos, first_partial if first_partial >= 0 else size)
@@ -401,6 +398,8 @@ class DelimiterScanner:
         width = self._bounded_width()
         if width is not None and start + width + 2 <= len(buf):
             return False  # the match cannot read as far as the buffer end
+        if m.end() + GROWTH_WINDOW < len(buf):
+            return False  # it would have to explore more than the window past its own match
         lo = max(0, start - max(info.context, 1))
         hi = min(len(buf), m.end() + GROWTH_WINDOW)
         delim = self.delim

@@ -3,8 +3,10 @@ can be committed now or must be held back because more input could still change 
 
 Semantics are those of a ``regex`` partial search from the scan position (a complete match anywhere
 wins; otherwise the leftmost partial one), but each scanner remembers what it has learned, so text is
-not searched again: literal delimiters use ``str.find`` plus a suffix check, and regex delimiters run
-the (costly) partial search only over the tail where a partial match can start.
+not searched again: literal delimiters use ``str.find`` plus a suffix check (and each literal's next
+occurrence is remembered); regex delimiters with an anchor (the literal every match has after its lead
+run) jump between anchor occurrences and try one anchored match there; other regex delimiters run the
+(costly) partial search only over the tail where a partial match can start.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ class DelimiterScanner:
     """Finds one delimiter in a growing buffer, remembering where it cannot occur."""
 
     __slots__ = ("_after", "_anchor_len", "_anchored", "_budget", "_cache", "_cache_from", "_cache_key", "_first",
-                 "_first_char", "_frontier", "_lit_at", "_lit_scan", "_literal", "_none_at", "_none_pos", "_none_zw", "_prefixes", "_stable", "_start_char", "_starts", "delim", "longest")
+                 "_first_char", "_frontier", "_lit_at", "_lit_scan", "_literal", "_none_at", "_none_pos",
+                 "_none_zw", "_prefixes", "_stable", "_start_char", "_starts", "delim", "longest")
 
     def __init__(self, delim: Delimiter, budget: RegexBudget | None = None) -> None:
         self.delim = delim

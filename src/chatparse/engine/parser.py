@@ -119,6 +119,7 @@ class ResponseParser:
         self._skipped: list[str] = []  # text the fast path emitted without appending it to ``_buf``
         self._fast_chars = 0  # characters the fast path took (their regex budget is credited later)
         self._discard_events = False  # one-shot (parse_response): no event is returned, so none is kept
+        self._held_run = False  # what is held is a lead run the quiet check found (not a delimiter forming)
         self.initial_events: list[Event] = []
         if not isinstance(prefix, str):
             raise InputTypeError(f"prefix must be a str, found {type(prefix).__name__}")
@@ -184,10 +185,12 @@ class ResponseParser:
                         self._fast_chars += k
                         self._unskip()
                         self._append(text[k:])
+                        self._held_run = True
                         self._body.append(out)
                         return [{"type": "region_chunk", "field": name, "text": out, "dirty": dirty}] \
                             if self._chunk_events else []
                     self._append(text[k:])
+                    self._held_run = True
                     text = text[:k]
                 else:
                     return self._feed_checked(text)
@@ -255,15 +258,20 @@ class ResponseParser:
         self._budget.start_feed(len(text))
         events: list[Event] = _Discard() if self._discard_events else []
         if text:
+            # Text held back for a delimiter forming (not a mere lead run) makes the quiet check fail:
+            # go straight to the full scan.
+            quiet_possible = self._pos == len(self._buf) or self._held_run
             self._append(text)
-            hold = self._quiet_hold()
+            hold = self._quiet_hold() if quiet_possible else -1
             if hold >= 0:
                 if hold > self._pos:
                     self._accumulate(events, self._buf[self._pos : hold])
                     self._pos = hold
+                self._held_run = hold < len(self._buf)
                 self._arm(held=True)
                 return events
         self._process(events, eos=False)
+        self._held_run = False
         self._arm()
         return events
 

@@ -180,15 +180,8 @@ class ResponseParser:
                         return self._feed_checked(text)
                     out = text[:k] if pos == size else buf[pos:] + text[:k]
                     self._pos = size
-                    if self._template.context:  # lookbehinds may read the skipped text: buffer it first
-                        self._skipped.append(text[:k])
-                        self._fast_chars += k
-                        self._unskip()
-                        self._append(text[k:])
-                        self._held_run = True
-                        self._body.append(out)
-                        return [{"type": "region_chunk", "field": name, "text": out, "dirty": dirty}] \
-                            if self._chunk_events else []
+                    if self._template.context:
+                        return self._hold_run_buffered(text, k, out, name, dirty)
                     self._append(text[k:])
                     self._held_run = True
                     text = text[:k]
@@ -204,6 +197,17 @@ class ResponseParser:
                     return [{"type": "region_chunk", "field": name, "text": out, "dirty": dirty}]
                 return []
         return self._feed_checked(text)
+
+    def _hold_run_buffered(self, text: str, k: int, out: str, name: str, dirty: bool) -> list[Event]:
+        """The fast path's trailing-run hold when lookbehinds may read the text before the run: that
+        text goes into the buffer first (as consumed), then the run (as held)."""
+        self._skipped.append(text[:k])
+        self._fast_chars += k
+        self._unskip()
+        self._append(text[k:])
+        self._held_run = True
+        self._body.append(out)
+        return [{"type": "region_chunk", "field": name, "text": out, "dirty": dirty}] if self._chunk_events else []
 
     def _feed_checked(self, text: str) -> list[Event]:
         if self._finalized:

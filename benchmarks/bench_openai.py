@@ -10,15 +10,11 @@ Prints a table, then one JSON document. The test suite checks correctness only; 
 from __future__ import annotations
 
 import argparse
-import gc
 import json
-import math
-import statistics
-import time
-from collections.abc import Callable
 from typing import Any
 
 from chatparse import ResponseParser
+from chatparse.benchmark import best_time, growth_exponent
 from chatparse.openai import ChatCompletionStream
 
 TARGET_EXPONENT = 1.05
@@ -32,20 +28,6 @@ def nested_call_output(size: int) -> str:
     keys = max(1, size // 40)
     arguments = {f"k{i}": ["v" * 5, i, {"x": None}] for i in range(keys)}
     return "<tool_call>\n" + json.dumps({"name": "f", "arguments": arguments}) + "\n</tool_call>"
-
-
-def _best(fn: Callable[[], Any], repeat: int) -> float:
-    best = math.inf
-    gc.collect()
-    for _ in range(repeat):
-        gc.disable()
-        try:
-            start = time.perf_counter()
-            fn()
-            best = min(best, time.perf_counter() - start)
-        finally:
-            gc.enable()
-    return best
 
 
 def _stream(text: str) -> None:
@@ -62,12 +44,6 @@ def _parse(text: str) -> None:
     parser.finalize()
 
 
-def _slope(xs: list[int], ys: list[float]) -> float:
-    lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
-    mx, my = statistics.mean(lx), statistics.mean(ly)
-    return sum((a - mx) * (b - my) for a, b in zip(lx, ly, strict=True)) / sum((a - mx) ** 2 for a in lx)
-
-
 def run(sizes: list[int], repeat: int) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for case, make in (("text", text_output), ("nested-arguments", nested_call_output)):
@@ -75,12 +51,12 @@ def run(sizes: list[int], repeat: int) -> list[dict[str, Any]]:
         for size in sizes:
             text = make(size)
             feeds = (len(text) + 3) // 4
-            ours = _best(lambda: _stream(text), repeat)  # noqa: B023
-            parser = _best(lambda: _parse(text), repeat)  # noqa: B023
+            ours, _ = best_time(lambda: _stream(text), repeat)  # noqa: B023
+            parser, _ = best_time(lambda: _parse(text), repeat)  # noqa: B023
             times.append(ours)
             rows.append({"bench": "openai-stream", "case": case, "chars": len(text), "feeds": feeds,
                          "stream_us_per_feed": ours / feeds * 1e6, "parser_us_per_feed": parser / feeds * 1e6})
-        rows.append({"bench": "openai-growth", "case": case, "exponent": _slope(sizes, times),
+        rows.append({"bench": "openai-growth", "case": case, "exponent": growth_exponent(sizes, times),
                      "target": TARGET_EXPONENT})
     return rows
 

@@ -165,7 +165,8 @@ def one_shot(ref: Any, sizes: list[int], repeat: int) -> list[dict[str, Any]]:
     return rows
 
 
-def _slope(xs: list[int], ys: list[float]) -> float:
+def growth_exponent(xs: list[int], ys: list[float]) -> float:
+    """The log-log slope of ``ys`` against ``xs`` (1.0: linear)."""
     lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
     mx, my = statistics.mean(lx), statistics.mean(ly)
     return sum((a - mx) * (b - my) for a, b in zip(lx, ly, strict=True)) / sum((a - mx) ** 2 for a in lx)
@@ -190,9 +191,9 @@ def streaming(ref: Any, counts: list[int], repeat: int) -> list[dict[str, Any]]:
                            identical=message == ref_message)
             rows.append(row)
         summary: dict[str, Any] = {"bench": "stream-growth", "template": name,
-                                   "ours_exponent": _slope(counts, series["ours"])}
+                                   "ours_exponent": growth_exponent(counts, series["ours"])}
         if series["ref"]:
-            summary["ref_exponent"] = _slope(counts, series["ref"])
+            summary["ref_exponent"] = growth_exponent(counts, series["ref"])
         rows.append(summary)
     return rows
 
@@ -201,7 +202,8 @@ def streaming(ref: Any, counts: list[int], repeat: int) -> list[dict[str, Any]]:
 BUILTINS = {"qwen3": "qwen3-literal", "qwen3.5": "qwen3.5-xml", "gpt_oss": "gpt-oss-regex"}
 
 
-def _best_time(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+def best_time(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    """The fastest of ``repeat`` timed calls of ``fn`` (garbage collector off), and its result."""
     times, result = _times(fn, repeat)
     return min(times), result
 
@@ -223,10 +225,10 @@ def dense(ref: Any, everys: list[int], size: int, repeat: int) -> list[dict[str,
             ours, theirs = float("inf"), float("inf")
             message = ref_message = None
             for _ in range(repeat):  # interleaved, best of each: the machine's speed drifts between runs
-                t, message = _best_time(lambda: _stream(ResponseParser, template, chunks), 1)  # noqa: B023
+                t, message = best_time(lambda: _stream(ResponseParser, template, chunks), 1)  # noqa: B023
                 ours = min(ours, t)
                 if ref is not None:
-                    t, ref_message = _best_time(
+                    t, ref_message = best_time(
                         lambda: _stream(ref.ResponseParser, ref_template, chunks), 1)  # noqa: B023
                     theirs = min(theirs, t)
             assert message is not None

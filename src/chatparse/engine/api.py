@@ -70,8 +70,7 @@ def _parse(text: Any, template: Any, prefix: Any, tools: Iterable[Any] | None, o
 def _parse_one(text: str, template: Any, prefix: str, tools: Any, on_malformed: OnMalformed,
                limits: Limits | None) -> dict[str, Any]:
     parser = ResponseParser(template, prefix, tools=tools, on_malformed=on_malformed, limits=limits)
-    parser._chunk_events = False  # the message is all we return: events are not kept
-    parser._discard_events = True
+    parser._keep_events = False  # the message is all we return
     parser.feed(text)
     message, _ = parser.finalize()
     return message

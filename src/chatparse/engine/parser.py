@@ -76,9 +76,9 @@ class ResponseParser:
             raise UsageError(f"limits must be a chatparse Limits, found {type(limits).__name__}", code="bad_option")
         self._limits = limits
         self._budget = RegexBudget(limits)
-        # One-shot parsing turns this off: nobody reads the chunk events, and they would keep a second
+        # One-shot parsing turns this off: nobody reads the events, and chunk events would keep a second
         # reference to every region's text alive until the parse ends.
-        self._chunk_events = True
+        self._keep_events = True
         self._hold_cap = limits.max_holdback + _longest_literal(self._template)
         self._decoder: codecs.IncrementalDecoder | None = None
         self._bytes_in = 0
@@ -118,7 +118,6 @@ class ResponseParser:
         self._quiet: _QuietEntry | None = None
         self._skipped: list[str] = []  # text the fast path emitted without appending it to ``_buf``
         self._fast_chars = 0  # characters the fast path took (their regex budget is credited later)
-        self._discard_events = False  # one-shot (parse_response): no event is returned, so none is kept
         self._held_run = False  # what is held is a lead run the quiet check found (not a delimiter forming)
         self.initial_events: list[Event] = []
         if not isinstance(prefix, str):
@@ -193,7 +192,7 @@ class ResponseParser:
                 skipped.append(text)
                 if len(skipped) >= _SKIP_COLLAPSE:
                     self._collapse_skipped()
-                if self._chunk_events:
+                if self._keep_events:
                     return [{"type": "region_chunk", "field": name, "text": out, "dirty": dirty}]
                 return []
         return self._feed_checked(text)
@@ -207,7 +206,7 @@ class ResponseParser:
         self._append(text[k:])
         self._held_run = True
         self._body.append(out)
-        return [{"type": "region_chunk", "field": name, "text": out, "dirty": dirty}] if self._chunk_events else []
+        return [{"type": "region_chunk", "field": name, "text": out, "dirty": dirty}] if self._keep_events else []
 
     def _feed_checked(self, text: str) -> list[Event]:
         if self._finalized:
@@ -217,12 +216,7 @@ class ResponseParser:
         if self._decoder is not None and self._decoder.getstate()[0]:
             raise UsageError("feed() called while feed_bytes() holds an incomplete UTF-8 sequence; feed the rest "
                              "of its bytes first", code="mixed_feed")
-        try:  # the hot path: _guarded_feed inlined
-            return self._feed(text)
-        except ChatparseError:
-            raise
-        except Exception as exc:
-            raise _fault(exc) from exc
+        return self._guarded_feed(text)
 
     def _guarded_feed(self, text: str) -> list[Event]:
         try:
@@ -260,7 +254,7 @@ class ResponseParser:
         if self._fast_chars:
             self._unskip()
         self._budget.start_feed(len(text))
-        events: list[Event] = _Discard() if self._discard_events else []
+        events: list[Event] = [] if self._keep_events else _Discard()
         if text:
             # Text held back for a delimiter forming (not a mere lead run) makes the quiet check fail:
             # go straight to the full scan.
@@ -356,7 +350,7 @@ class ResponseParser:
     def finalize(self) -> tuple[dict[str, Any], list[Event]]:
         """End the stream: flush held text, close open regions, return ``(message, events)``."""
         self._check_open()
-        events: list[Event] = _Discard() if self._discard_events else []
+        events: list[Event] = [] if self._keep_events else _Discard()
         if self._decoder is not None:
             pending = self._decoder.getstate()[0]
             if pending:
@@ -516,7 +510,7 @@ class ResponseParser:
             events.append({"type": "region_open", "field": name})
             self._opened = True
         self._body.append(text)
-        if self._chunk_events:
+        if self._keep_events:
             events.append({"type": "region_chunk", "field": name, "text": text, "dirty": not field.parser.streamable})
 
     def _open_explicit(self, events: list[Event], field: CompiledField, hit: Hit) -> None:

@@ -11,6 +11,7 @@ run) jump between anchor occurrences and try one anchored match there; other reg
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -215,38 +216,29 @@ class DelimiterScanner:
         anchor occurrence (or the lead run before it), or be an anchor forming at the end. One anchored
         partial match per occurrence answers both questions a complete and a partial search would."""
         info = self.delim.info
-        anchors = info.anchors
-        assert anchors is not None
-        nexts = [buf.find(a, pos) for a in anchors]
-        q = min((n for n in nexts if n >= 0), default=-1)
-        if q < 0:
-            return self._prefix_partial(buf, pos)  # no complete match is possible
+        if info.tails is not None and all(buf.find(t, pos) < 0 for t in info.tails):
+            complete = False  # without one of the closing literals no complete match exists
+        else:
+            complete = True
         size = len(buf)
         delim = self.delim
-        exact = info.anchors_exact
-        tails = info.tails  # without one of them in the text no complete match exists: partials only
-        complete = tails is None or any(buf.find(t, pos) >= 0 for t in tails)
-        first_partial = last = -1
-        for _ in range(_MAX_TRIES):  # occurrences in order, found one at a time
-            start = self._lead_start(buf, pos, q) if exact else q
-            if start != last:
-                last = start
-                m = self._budget.run(delim.pattern.match, delim.field, delim.key, buf, start, partial=True)
-                if m is not None and not m.partial:
-                    hit = Hit(m.start(), m.end(), m.groupdict(), m.end() == size or self._can_grow(buf, m))
-                    if width is not None and not hit.pending and hit.start + width + 2 <= size:
-                        self._stable = hit
-                    return hit
-                if m is not None and first_partial < 0:
-                    first_partial = start
-                    if not complete:
-                        break  # later occurrences could only start later partial matches
-            nexts = [buf.find(a, q + 1) if n == q else n for a, n in zip(anchors, nexts, strict=True)]
-            q = min((n for n in nexts if n >= 0), default=-1)
-            if q < 0:
-                break
-        else:
-            return _TOO_MANY
+        first_partial = -1
+        tried = -1
+        for tried, start in enumerate(self._anchor_starts(buf, pos)):
+            if tried == _MAX_TRIES:
+                return _TOO_MANY
+            m = self._budget.run(delim.pattern.match, delim.field, delim.key, buf, start, partial=True)
+            if m is not None and not m.partial:
+                hit = Hit(m.start(), m.end(), m.groupdict(), m.end() == size or self._can_grow(buf, m))
+                if width is not None and not hit.pending and hit.start + width + 2 <= size:
+                    self._stable = hit
+                return hit
+            if m is not None and first_partial < 0:
+                first_partial = start
+                if not complete:
+                    break  # later occurrences could only start later partial matches
+        if tried < 0:
+            return self._prefix_partial(buf, pos)  # no anchor: no complete match is possible
         if first_partial >= 0 and first_partial <= size - self._anchor_len:
             return Hit(first_partial, size, _NO_GROUPS, True)  # an anchor forming at the end starts later
         forming = self._prefix_partial(buf, pos, first_partial if first_partial >= 0 else size)
@@ -258,22 +250,32 @@ class DelimiterScanner:
         """The leftmost complete match from ``start`` of a pattern with anchors: jump from one anchor
         occurrence to the next with ``str.find`` and try an anchored match there (a regex search would
         walk every position, slowly for a `\\s*`-led pattern). After many failed tries, a search."""
-        info = self.delim.info
-        anchors = info.anchors
-        assert anchors is not None
-        exact = info.anchors_exact
         delim = self.delim
-        nexts = [buf.find(a, start) for a in anchors]
-        for _ in range(_MAX_TRIES):
-            q = min((n for n in nexts if n >= 0), default=-1)
-            if q < 0:
-                return None
-            at = self._lead_start(buf, start, q) if exact else q
+        for tried, at in enumerate(self._anchor_starts(buf, start)):
+            if tried == _MAX_TRIES:
+                return self._search(buf, at, -1)  # no match starts before this untried candidate
             m = self._budget.run(delim.pattern.match, delim.field, delim.key, buf, at)
             if m is not None:
                 return m
+        return None
+
+    def _anchor_starts(self, buf: str, pos: int) -> Iterator[int]:
+        """Where a match can start, in order: at each anchor occurrence from ``pos`` (or the lead run
+        before an exact anchor), each start once."""
+        info = self.delim.info
+        anchors = info.anchors
+        assert anchors is not None
+        nexts = [buf.find(a, pos) for a in anchors]
+        last = -1
+        while True:
+            q = min((n for n in nexts if n >= 0), default=-1)
+            if q < 0:
+                return
+            start = self._lead_start(buf, pos, q) if info.anchors_exact else q
+            if start != last:
+                last = start
+                yield start
             nexts = [buf.find(a, q + 1) if n == q else n for a, n in zip(anchors, nexts, strict=True)]
-        return self._search(buf, q + 1, -1)
 
     def _bounded_width(self) -> int | None:
         """The maximum width, when it also bounds how far past its start the pattern reads."""

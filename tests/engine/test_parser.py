@@ -116,9 +116,10 @@ def test_on_malformed_keep_records_the_region_and_keeps_parsing() -> None:
     message, final = parser.finalize()
     malformed = [e for e in events + final if e["type"] == "region_malformed"]
     assert malformed[0]["field"] == "tool_calls" and malformed[0]["code"] == "content_parse_failed"
-    assert malformed[0]["raw"] == '{"name": "a", "arguments": {"x": '
-    assert message["malformed"] == [{"field": "tool_calls", "code": "content_parse_failed",
-                                     "raw": '{"name": "a", "arguments": {"x": '}]
+    # The raw text is the whole region as the model wrote it, delimiters included.
+    raw = '<tool_call>{"name": "a", "arguments": {"x": </tool_call>'
+    assert malformed[0]["raw"] == raw
+    assert message["malformed"] == [{"field": "tool_calls", "code": "content_parse_failed", "raw": raw}]
     assert message["tool_calls"] == [{"type": "function", "function": {"name": "b", "arguments": {}}}]
     assert message["content"] == "after"
 
@@ -127,7 +128,7 @@ def test_truncated_tool_call_keeps_the_rest_of_the_message() -> None:
     out = '<think>plan</think>Calling. <tool_call>{"name": "a", "arguments": {"x": "unfinished'
     message = chatparse.parse_response(out, QWEN, prefix="", on_malformed="keep")
     assert message["thinking"] == "plan" and message["content"] == "Calling."
-    assert message["malformed"][0]["raw"].startswith('{"name": "a"')
+    assert message["malformed"][0]["raw"] == '<tool_call>{"name": "a", "arguments": {"x": "unfinished'
 
 
 def test_required_field_missing_raises_named_error() -> None:

@@ -239,8 +239,9 @@ def _check_kv_lines(args: Args) -> None:
 
 
 def register_builtin_parsers() -> None:
-    from chatparse.content.call_list import parse_python_call_list
+    from chatparse.content.python_call_list import parse_python_call_list, recover_python_call_list
 
+    recovers = {"python-call-list": recover_python_call_list}
     for name, func, streamable, check in (
         ("text", parse_text, True, _check_strip_only),
         ("int", parse_int, True, _check_strip_only),
@@ -253,5 +254,5 @@ def register_builtin_parsers() -> None:
     ):
         register_content_parser(
             name, func, streamable=streamable, validate_args=check, compatible=True, replace=True,
-            description=(func.__doc__ or "").strip().split("\n")[0],
+            description=(func.__doc__ or "").strip().split("\n")[0], recover=recovers.get(name),
         )

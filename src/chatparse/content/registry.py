@@ -2,6 +2,8 @@
 
 A content parser turns a region's raw body into its value: ``func(body, args) -> value``. It
 raises ``ValueError`` (or a ``ChatparseError``) on bad input; the engine wraps anything else.
+Parsers whose value is a list of items (tool calls) may also register ``recover``, which parses item
+by item and returns the items that parse plus the others as ``BadItem``s with their raw text.
 Templates never run code: they name a registered parser, and extensions register by name.
 """
 
@@ -13,6 +15,21 @@ from typing import Any
 
 ParseFunc = Callable[[str, Mapping[str, Any]], Any]
 ArgsValidator = Callable[[Mapping[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class BadItem:
+    """One item of a list region that could not be read: its raw text, why, and whether it runs to the
+    end of the region (``at_end``: the text was cut inside it)."""
+
+    raw: str
+    error: str
+    at_end: bool = False
+    code: str = "content_parse_failed"
+
+
+# ``recover(body, args) -> ([(value, raw text), ...], [BadItem, ...])`` in the order of the body.
+RecoverFunc = Callable[[str, Mapping[str, Any]], tuple[list[tuple[Any, str]], list[BadItem]]]
 
 
 @dataclass(frozen=True)
@@ -31,6 +48,7 @@ class ContentParserSpec:
     compatible: bool = False
     validate_args: ArgsValidator | None = None
     description: str = ""
+    recover: RecoverFunc | None = None
 
 
 _REGISTRY: dict[str, ContentParserSpec] = {}
@@ -45,6 +63,7 @@ def register_content_parser(
     description: str = "",
     compatible: bool = False,
     replace: bool = False,
+    recover: RecoverFunc | None = None,
 ) -> ContentParserSpec:
     """Register ``parse`` under ``name``. Re-registering a name needs ``replace=True``."""
     if not name or not isinstance(name, str):
@@ -58,16 +77,17 @@ def register_content_parser(
         compatible=compatible,
         validate_args=validate_args,
         description=description,
+        recover=recover,
     )
     _REGISTRY[name] = spec
     return spec
 
 
-def register_extensions(table: Mapping[str, tuple[ParseFunc, ArgsValidator | None]]) -> None:
-    """Register a module's table of ``name -> (parse, validate_args)`` extensions (idempotent); each
-    parser's description is the first line of its docstring."""
-    for name, (parse, check) in table.items():
-        register_content_parser(name, parse, validate_args=check, replace=True,
+def register_extensions(table: Mapping[str, tuple[ParseFunc, ArgsValidator | None, RecoverFunc | None]]) -> None:
+    """Register a module's table of ``name -> (parse, validate_args, recover)`` extensions (idempotent);
+    each parser's description is the first line of its docstring."""
+    for name, (parse, check, recover) in table.items():
+        register_content_parser(name, parse, validate_args=check, replace=True, recover=recover,
                                 description=(parse.__doc__ or "").strip().split("\n")[0])
 
 

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import regex
 
+from chatparse.content.registry import BadItem
 from chatparse.engine.limits import DEFAULT_LIMITS, Limits, RegexBudget
 from chatparse.engine.scanner import DelimiterScanner, Hit
 from chatparse.engine.tool_typing import coerce_tool_calls
@@ -30,17 +31,22 @@ from chatparse.errors import (
     UsageError,
     excerpt,
 )
+from chatparse.structure import BodyTracker
 from chatparse.template.compile import CompiledField, CompiledTemplate, load_template
 from chatparse.transform import apply_transform
 
 Event = dict[str, Any]
-OnMalformed = Literal["raise", "keep"]
-_OPEN, _CLOSE = 0, 1
+OnMalformed = Literal["raise", "keep", "recover"]
+ON_MALFORMED = ("raise", "keep", "recover")
+# Delimiter kinds: a region's open, a region's close, the end of the turn (``chatparse.end``), a stray
+# marker dropped where no region is open (``chatparse.drop``).
+_OPEN, _CLOSE, _END, _DROP = 0, 1, 2, 3
 # Drop consumed text once this much of it (and at least half the buffer) is droppable: amortised O(1).
 _COMPACT_MIN = 1024
 # The fast path joins its skipped chunks after this many (keeping the template's context of them).
 _SKIP_COLLAPSE = 64
 _SCALARS = frozenset({str, int, float, bool, type(None)})  # default values shared, not copied
+_Watch = tuple[int, CompiledField | None, DelimiterScanner]
 # (single trigger character or None, trigger pattern, lead-run test or None, the fast path may hold a
 # trailing lead run itself, field, dirty)
 _QuietEntry = tuple[str | None, Any, Callable[[str], bool] | None, bool, str, bool]
@@ -89,8 +95,9 @@ class ResponseParser:
                 "opening `<think>` tag) that the parser must see to parse the output correctly. If the "
                 'generation already contains the complete message, pass `prefix=""` to opt out explicitly.'
             )
-        if on_malformed not in ("raise", "keep"):
-            raise UsageError(f"on_malformed must be 'raise' or 'keep', found {on_malformed!r}", code="bad_option")
+        if on_malformed not in ON_MALFORMED:
+            raise UsageError(f"on_malformed must be one of {list(ON_MALFORMED)}, found {on_malformed!r}",
+                             code="bad_option")
         self._on_malformed = on_malformed
         self._tool_params = _tool_properties(tools) if tools else {}
         self._buf = ""
@@ -107,6 +114,13 @@ class ResponseParser:
         self._captures: dict[str, Any] = {}
         self._body: list[str] = []
         self._opened = False
+        self._open_text = ""  # the open delimiter's text of the explicit region open now
+        # The open region's body syntax (``chatparse.structure``) and the buffer position it has read to.
+        self._tracker: BodyTracker | None = None
+        self._tracked_to = 0
+        self._ended = False  # the end of the turn was found: the rest of the text is trailing
+        self._trailing: list[str] = []
+        self._in_prefix = False
         self._finalized = False
         self._watch = self._build_watchlists()
         self._triggers = self._template.triggers
@@ -171,6 +185,9 @@ class ResponseParser:
                 if lead is None or not lead(text[-1]):
                     out = text if pos == size else buf[pos:] + text
                     self._pos = size
+                    if self._tracker is not None:
+                        self._tracker.feed(out)
+                        self._tracked_to = size
                 elif runs:  # hold the chunk's trailing lead run, as the full scan would
                     k = len(text) - 1
                     while k and lead(text[k - 1]):
@@ -179,6 +196,9 @@ class ResponseParser:
                         return self._feed_checked(text)
                     out = text[:k] if pos == size else buf[pos:] + text[:k]
                     self._pos = size
+                    if self._tracker is not None:
+                        self._tracker.feed(out)
+                        self._tracked_to = size
                     if self._template.context:
                         return self._hold_run_buffered(text, k, out, name, dirty)
                     self._append(text[k:])
@@ -251,6 +271,10 @@ class ResponseParser:
         return self.feed(text)  # complete characters: the same path (and fast path) as feed()
 
     def _feed(self, text: str) -> list[Event]:
+        if self._ended:
+            if text:
+                self._trailing.append(text)
+            return []
         if self._fast_chars:
             self._unskip()
         self._budget.start_feed(len(text))
@@ -262,9 +286,7 @@ class ResponseParser:
             self._append(text)
             hold = self._quiet_hold() if quiet_possible else -1
             if hold >= 0:
-                if hold > self._pos:
-                    self._accumulate(events, self._buf[self._pos : hold])
-                    self._pos = hold
+                self._emit_to(events, hold)
                 self._held_run = hold < len(self._buf)
                 self._arm(held=True)
                 return events
@@ -280,7 +302,7 @@ class ResponseParser:
         # Skipped text goes in at the buffer's end: a zero-width open that fired there stays blocked
         # only if the next text is appended there, so that case takes the full path.
         if (self._opened and (held or self._pos == size) and self._zw_block != size and not self._finalized
-                and (self._decoder is None or not self._decoder.getstate()[0])):
+                and not self._ended and (self._decoder is None or not self._decoder.getstate()[0])):
             name = self._current
             self._quiet = self._quiet_table.get(None if name == self._implicit else name)
         else:
@@ -302,6 +324,8 @@ class ResponseParser:
         if self._template.context:  # nothing is held here (the fast path buffers before it holds a run)
             self._append(text)
             self._pos = len(self._buf)
+            if self._tracker is not None:  # the fast path fed the tracker this text already
+                self._tracked_to = self._pos
 
     def _build_quiet_table(self) -> dict[str | None, _QuietEntry | None]:
         fields = self._template.fields
@@ -380,8 +404,13 @@ class ResponseParser:
                 "region for them; mark them optional or check the delimiters.",
                 field=missing[0],
             )
+        fields = self._template.fields
         for name, (separator, parts) in self._join_parts.items():
-            self._output[name] = separator.join(parts)
+            joined = separator.join(parts)
+            self._output[name] = joined.strip() if fields[name].ext.strip_joined else joined
+        trailing = self._trailing_text()
+        if trailing:
+            self._output["trailing"] = trailing
         defaults = self._template.defaults
         self._output = {k: v for k, v in self._output.items() if k in defaults or not _is_empty(v)}
         return self._output, events
@@ -400,7 +429,9 @@ class ResponseParser:
         tail = prefix if last_end is None else prefix[last_end:]
         if tail:
             self._append(tail)
+            self._in_prefix = True
             self._process(self.initial_events, eos=False)
+            self._in_prefix = False
             self._arm()
 
     def _append(self, text: str) -> None:
@@ -409,6 +440,7 @@ class ResponseParser:
             self._buf = self._buf[keep_from:] + text
             self._pos -= keep_from
             self._zw_block = self._zw_block - keep_from if self._zw_block >= keep_from else -1
+            self._tracked_to = max(0, self._tracked_to - keep_from)
             for scanner in self._scanners():
                 scanner.shift(keep_from)
         else:
@@ -416,40 +448,50 @@ class ResponseParser:
         self._version += 1
 
     def _scanners(self) -> Iterable[DelimiterScanner]:
+        seen: set[int] = set()
         for watch in self._watch.values():
             for _, _, scanner in watch:
-                yield scanner
+                if id(scanner) not in seen:  # the end-of-turn scanner is watched in every state
+                    seen.add(id(scanner))
+                    yield scanner
 
-    def _build_watchlists(self) -> dict[str | None, list[tuple[int, CompiledField, DelimiterScanner]]]:
+    def _build_watchlists(self) -> dict[str | None, list[_Watch]]:
         """What to look for in each state: in an explicit region its close; otherwise every open and
-        the implicit field's close."""
-        fields = self._template.fields
+        the implicit field's close. The end of the turn is watched everywhere, stray markers where no
+        explicit region is open."""
+        template = self._template
+        fields = template.fields
         scanners = {}
         for f in fields.values():
             for kind, delim in ((_OPEN, f.open), (_CLOSE, f.close)):
                 if delim is not None:
                     scanners[(kind, f.name)] = DelimiterScanner(delim, self._budget)
-        idle = [(_OPEN, f, scanners[(_OPEN, f.name)]) for f in fields.values() if f.open is not None]
+        always: list[_Watch] = []
+        if template.end is not None:
+            always.append((_END, None, DelimiterScanner(template.end, self._budget)))
+        idle: list[_Watch] = [(_OPEN, f, scanners[(_OPEN, f.name)]) for f in fields.values() if f.open is not None]
         if self._implicit is not None and fields[self._implicit].close is not None:
             idle.append((_CLOSE, fields[self._implicit], scanners[(_CLOSE, self._implicit)]))
-        watch: dict[str | None, list[tuple[int, CompiledField, DelimiterScanner]]] = {None: idle}
+        if template.drop is not None:
+            idle.append((_DROP, None, DelimiterScanner(template.drop, self._budget)))
+        watch: dict[str | None, list[_Watch]] = {None: idle + always}
         for f in fields.values():
             if f.open is not None:
-                watch[f.name] = [(_CLOSE, f, scanners[(_CLOSE, f.name)])] if f.close is not None else []
+                watch[f.name] = ([(_CLOSE, f, scanners[(_CLOSE, f.name)])] if f.close is not None else []) + always
         return watch
 
     # --- the state machine -----------------------------------------------------------------------
 
-    def _watchlist(self) -> list[tuple[int, CompiledField, DelimiterScanner]]:
+    def _watchlist(self) -> list[_Watch]:
         if self._current is not None and self._current != self._implicit:
             return self._watch[self._current]
         return self._watch[None]
 
-    def _scan(self, eos: bool) -> tuple[tuple[int, CompiledField, Hit] | None, int]:
+    def _scan(self, eos: bool) -> tuple[tuple[int, CompiledField | None, Hit] | None, int]:
         """The earliest committable delimiter (longest on ties, opens first) and where held text starts."""
         buf, pos, version = self._buf, self._pos, self._version
         hold = len(buf)
-        best: tuple[int, CompiledField, Hit] | None = None
+        best: tuple[int, CompiledField | None, Hit] | None = None
         best_key: tuple[int, int, int, str] | None = None
         for kind, field, scanner in self._watchlist():
             hit = scanner.find(buf, pos, eos, version, self._zw_block if kind == _OPEN else -1)
@@ -458,7 +500,7 @@ class ResponseParser:
             if hit.pending:
                 hold = min(hold, hit.start)
                 continue
-            key = (hit.start, hit.start - hit.end, kind, field.name)
+            key = (hit.start, hit.start - hit.end, kind, field.name if field is not None else "")
             if best_key is None or key < best_key:
                 best_key, best = key, (kind, field, hit)
         if hold < len(buf) - self._hold_cap:
@@ -467,16 +509,49 @@ class ResponseParser:
             hold = max(pos, len(buf) - self._hold_cap)
         if best is not None and best[2].start >= hold:
             best = None
+        if self._tracker is not None and self._opened and self._current != self._implicit:
+            field = self._template.fields[self._current]  # type: ignore[index]
+            if field.ext.ends_with_value:
+                end = self._value_end(best[2].start if best is not None else hold)
+                if end >= 0:
+                    best = (_CLOSE, field, Hit(end, end, {}, False))
         return best, hold
+
+    def _value_end(self, limit: int) -> int:
+        """Read the open region's body up to ``limit``; where its top-level value ends (-1: not yet)."""
+        tracker = self._tracker
+        assert tracker is not None
+        start = max(self._tracked_to, self._pos)
+        if limit <= start or tracker.ended:
+            return -1
+        consumed = tracker.feed(self._buf[start:limit], stop_at_value_end=True)
+        if consumed < 0:
+            self._tracked_to = limit
+            return -1
+        self._tracked_to = start + consumed
+        return self._tracked_to
 
     def _process(self, events: list[Event], eos: bool) -> None:
         while True:
+            if self._ended:
+                self._emit_trailing()
+                break
             best, hold = self._scan(eos)
             if best is not None:
                 kind, field, hit = best
+                if kind != _OPEN and self._guards_data(events, hit):
+                    continue
                 if hit.start > self._pos:
-                    self._accumulate(events, self._buf[self._pos : hit.start])
+                    self._emit_to(events, hit.start)
                 self._pos = hit.end
+                if kind == _DROP:
+                    continue
+                if kind == _END:
+                    if not self._in_prefix:  # an end marker in the prompt's tail is the prompt's
+                        self._close_current(events, cut=True)
+                        self._ended = True
+                    continue
+                assert field is not None
                 if kind == _OPEN:
                     if hit.start == hit.end:
                         self._zw_block = hit.start
@@ -486,20 +561,79 @@ class ResponseParser:
                 had_content = self._opened
                 # Close-pattern captures join (and override) the open pattern's in the transform scope.
                 self._captures.update({k: v for k, v in hit.groups.items() if v is not None})
-                self._close_current(events)
+                self._close_current(events, close_text=self._buf[hit.start : hit.end])
                 if not had_content and hit.start == hit.end:
                     break  # a zero-width close of an empty region would fire forever
                 continue
             if eos:
+                self._cut_opener(events)
                 if self._pos < len(self._buf):
-                    self._accumulate(events, self._buf[self._pos :])
-                    self._pos = len(self._buf)
-                self._close_current(events)
+                    self._emit_to(events, len(self._buf))
+                self._close_current(events, cut=True)
                 break
             if hold > self._pos:
-                self._accumulate(events, self._buf[self._pos : hold])
-                self._pos = hold
+                self._emit_to(events, hold)
             break
+
+    def _guards_data(self, events: list[Event], hit: Hit) -> bool:
+        """For a guarded region: True (and the marker taken as body text) when ``hit`` starts inside a
+        string or span of the body, where a marker is data."""
+        tracker = self._tracker
+        if tracker is None or not self._opened or self._current == self._implicit:
+            return False
+        if not self._template.fields[self._current].ext.guard:  # type: ignore[index]
+            return False
+        self._emit_to(events, hit.start)
+        if not tracker.in_data or hit.end == hit.start:
+            return False
+        self._emit_to(events, hit.end)
+        return True
+
+    def _emit_to(self, events: list[Event], end: int) -> None:
+        """Send the buffer's text up to ``end`` to the open region (the body syntax follows it)."""
+        if end <= self._pos:
+            return
+        tracker = self._tracker
+        if tracker is not None and end > self._tracked_to:
+            tracker.feed(self._buf[max(self._tracked_to, self._pos) : end])
+            self._tracked_to = end
+        self._accumulate(events, self._buf[self._pos : end])
+        self._pos = end
+
+    def _emit_trailing(self) -> None:
+        if self._pos < len(self._buf):
+            self._trailing.append(self._buf[self._pos :])
+            self._pos = len(self._buf)
+
+    def _cut_opener(self, events: list[Event]) -> None:
+        """At the end of the text, where no region is open: a tool-call opener cut off by the token limit
+        (``<tool_ca``) is reported as a truncated call instead of leaking into the content."""
+        if self._current not in (None, self._implicit) or self._pos >= len(self._buf):
+            return
+        buf = self._buf
+        for kind, field, scanner in self._watch[None]:
+            if kind != _OPEN or field is None or not field.ext.truncation:
+                continue
+            hit = scanner.find(buf, self._pos, False, self._version, -1)
+            if hit is not None and hit.pending and hit.end >= len(buf):
+                self._emit_to(events, hit.start)
+                self._close_current(events)
+                raw = buf[hit.start :]
+                self._pos = len(buf)
+                self._report(events, field.name, "truncated", raw, f"the text ends inside the opener of a "
+                             f"'{field.name}' region ({excerpt(raw)})")
+                return
+
+    def _trailing_text(self) -> str:
+        """The text after the end of the turn, or "" when it is only whitespace and tokens that may follow
+        the end (``chatparse.discard_after_end`` and the end markers themselves)."""
+        text = "".join(self._trailing)
+        if not text:
+            return ""
+        rest = text
+        for token in (*self._template.ext.discard_after_end, *self._template.ext.end):
+            rest = rest.replace(token, "")
+        return "" if not rest.strip() else text
 
     def _accumulate(self, events: list[Event], text: str) -> None:
         name = self._current
@@ -518,27 +652,76 @@ class ResponseParser:
         self._captures = {k: v for k, v in hit.groups.items() if v is not None}
         self._body = []
         self._opened = True
+        self._open_text = self._buf[hit.start : hit.end]
+        structure = field.ext.structure
+        self._tracker = structure.tracker() if structure is not None else None
+        self._tracked_to = hit.end
         events.append({"type": "region_open", "field": field.name})
 
-    def _close_current(self, events: list[Event]) -> None:
+    def _close_current(self, events: list[Event], *, cut: bool = False, close_text: str = "") -> None:
+        """Close the open region. ``cut``: the text (or the turn) ended instead of the region's close."""
         name = self._current
         if name is None or not self._opened:
             self._reset_to_implicit()
             return
         field = self._template.fields[name]
         body = "".join(self._body)
+        if cut and field.ext.truncation and not self._complete(field, body):
+            raw = self._open_text + body
+            self._report(events, name, "truncated", raw, f"the text ends inside a '{name}' region ({excerpt(raw)})")
+            return
+        recover = field.parser.recover is not None and (
+            self._on_malformed == "recover" or (cut and field.ext.truncation))
         try:
-            value = self._region_value(field, body)
+            if recover:
+                value, problems = self._recovered_value(field, body, cut=cut and field.ext.truncation)
+            else:
+                value, problems = self._region_value(field, body), []
         except OutputError as exc:
             if self._on_malformed == "raise":
                 raise
-            self._keep_malformed(events, field, body, exc)
+            self._report(events, name, exc.code, self._open_text + body + close_text, str(exc))
             return
-        events.append({"type": "region_close", "field": name, "value": value})
+        event: Event = {"type": "region_close", "field": name, "value": value}
+        if problems:
+            event["malformed"] = problems
+            self._output.setdefault("malformed", []).extend(problems)
+        events.append(event)
         self._reset_to_implicit()
+
+    def _complete(self, field: CompiledField, body: str) -> bool:
+        """Whether a region cut by the end of the text holds a whole body: its syntax is closed (or,
+        without one, its content parses)."""
+        if self._tracker is not None:  # every character of the body went through _emit_to
+            return self._tracker.complete()
+        if field.parser.recover is not None:
+            return True  # a list: its complete items are kept, the cut one reported
+        try:
+            run_content_parser(field, body)
+        except OutputError:
+            return False
+        return True
 
     def _region_value(self, field: CompiledField, body: str) -> Any:
         value = process_region(field, body, self._captures)
+        return self._store(field, value)
+
+    def _recovered_value(self, field: CompiledField, body: str, *, cut: bool) -> tuple[Any, list[dict[str, Any]]]:
+        """A list region parsed item by item: the items that parse (and transform) are kept; each other
+        item is reported with its raw text (``truncated`` for one the end of the text cut off)."""
+        items, bad = recover_region(field, body, self._captures)
+        problems = []
+        for item in bad:
+            code = "truncated" if cut and item.at_end else item.code
+            if self._on_malformed == "raise" and code != "truncated":
+                raise ContentParseError(
+                    f"Field '{field.name}': {item.error} (item {excerpt(item.raw)})", field=field.name,
+                    parser=field.parser.name,
+                )
+            problems.append({"field": field.name, "code": code, "raw": item.raw})
+        return self._store(field, items), problems
+
+    def _store(self, field: CompiledField, value: Any) -> Any:
         if self._tool_params:
             value = coerce_tool_calls(value, self._tool_params)
         name = field.name
@@ -551,7 +734,10 @@ class ResponseParser:
                 )
             self._join(name, field.join, value)
         elif field.repeats:
-            self._output.setdefault(name, []).append(value)
+            if field.ext.extend and isinstance(value, list):
+                self._output.setdefault(name, []).extend(value)
+            else:
+                self._output.setdefault(name, []).append(value)
         else:
             self._output[name] = value
         return value
@@ -566,11 +752,10 @@ class ResponseParser:
         self._join_parts[name] = (separator, [value] if previous is None else [previous, value])
         self._output[name] = value if previous is None else previous
 
-    def _keep_malformed(self, events: list[Event], field: CompiledField, body: str, exc: ChatparseError) -> None:
-        entry = {"field": field.name, "code": exc.code, "raw": body}
-        self._output.setdefault("malformed", []).append(entry)
-        events.append({"type": "region_malformed", "field": field.name, "code": exc.code, "error": str(exc),
-                       "raw": body})
+    def _report(self, events: list[Event], name: str, code: str, raw: str, error: str) -> None:
+        """A region (or an opener) that gives no value: kept under ``malformed`` with its raw text."""
+        self._output.setdefault("malformed", []).append({"field": name, "code": code, "raw": raw})
+        events.append({"type": "region_malformed", "field": name, "code": code, "error": error, "raw": raw})
         self._reset_to_implicit()
 
     def _reset_to_implicit(self) -> None:
@@ -578,6 +763,8 @@ class ResponseParser:
         self._captures = {}
         self._body = []
         self._opened = False
+        self._open_text = ""
+        self._tracker = None
 
 
 class _Discard(list[Event]):
@@ -608,6 +795,34 @@ def process_region(field: CompiledField, body: str, captures: dict[str, Any]) ->
             )
         out.append(apply_transform(field.transform, {**captures, **item}, field=field.name))
     return out
+
+
+def recover_region(field: CompiledField, body: str, captures: dict[str, Any]) -> tuple[list[Any], list[BadItem]]:
+    """A list region item by item (the parser's ``recover``), each kept item transformed on its own; an
+    item whose transform fails joins the bad ones with its raw text."""
+    recover = field.parser.recover
+    assert recover is not None
+    try:
+        good, bad = recover(body, field.content_args)
+    except RecursionError:
+        raise ContentNestingError(f"Field '{field.name}': the region nests too deeply to parse (region "
+                                  f"{excerpt(body)})", field=field.name) from None
+    bad = list(bad)
+    if field.transform is None:
+        return [value for value, _ in good], bad
+    if not field.transform_each:
+        return [apply_transform(field.transform, {**captures, "content": value}, field=field.name)
+                for value, _ in good], bad
+    items = []
+    for value, raw in good:
+        try:
+            if not isinstance(value, dict):
+                raise ContentParseError(f"Field '{field.name}': transform_each requires each item to be a dict, "
+                                        f"found {type(value).__name__}", field=field.name)
+            items.append(apply_transform(field.transform, {**captures, **value}, field=field.name))
+        except OutputError as exc:
+            bad.append(BadItem(raw, str(exc), code=exc.code))
+    return items, bad
 
 
 def run_content_parser(field: CompiledField, body: str) -> Any:

@@ -20,10 +20,19 @@ import regex
 
 from chatparse.content.registry import ContentParserSpec, get_content_parser, known_content_parsers
 from chatparse.errors import TemplateError, TemplateWarning
+from chatparse.template.extensions import (
+    EXTENSION_KEY,
+    NO_FIELD_EXT,
+    NO_TEMPLATE_EXT,
+    FieldExt,
+    TemplateExt,
+    field_ext,
+    template_ext,
+)
 from chatparse.template.regex_info import PatternInfo, analyze, literal_strings, quantifier_facts
 from chatparse.transform import check_transform
 
-TOP_LEVEL_KEYS = ("version", "defaults", "fields", "start_anchor", "start_anchor_pattern")
+TOP_LEVEL_KEYS = ("version", "defaults", "fields", "start_anchor", "start_anchor_pattern", EXTENSION_KEY)
 FIELD_KEYS = (
     "open",
     "open_pattern",
@@ -36,6 +45,7 @@ FIELD_KEYS = (
     "optional",
     "transform",
     "transform_each",
+    EXTENSION_KEY,
 )
 
 
@@ -77,6 +87,7 @@ class CompiledField:
     optional: bool
     transform: Any
     transform_each: bool
+    ext: FieldExt = NO_FIELD_EXT  # chatparse's extension keys (see template.extensions)
 
     @property
     def content(self) -> str:
@@ -102,11 +113,15 @@ class CompiledTemplate:
     triggers: Mapping[str | None, Trigger | None] = field(default_factory=dict, repr=False)
     # Tables the engine derives from the template, built once by the first parser that needs them.
     engine_tables: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    ext: TemplateExt = NO_TEMPLATE_EXT  # chatparse's extension keys (see template.extensions)
+    end: Delimiter | None = None  # the end-of-turn markers (``ext.end``) as a delimiter
+    drop: Delimiter | None = None  # stray markers removed outside regions (``ext.drop``)
 
     @property
     def chatparse_only(self) -> bool:
-        """True when a field uses a content parser that transformers does not have."""
-        return any(not f.parser.compatible for f in self.fields.values())
+        """True when the template uses chatparse's extension keys or a content parser transformers lacks."""
+        return (EXTENSION_KEY in self.source or any(not f.parser.compatible or f.ext is not NO_FIELD_EXT
+                                                    for f in self.fields.values()))
 
     def to_dict(self) -> dict[str, Any]:
         """A fresh copy of the v1 template this was compiled from."""
@@ -295,17 +310,20 @@ def _build_field(name: str, spec: Any) -> CompiledField:
         check_transform(transform, field=name)
     else:
         _check_no_orphan_captures(name, open_delim, close_delim)
+    repeats = bool(spec.get("repeats", False))
+    ext = field_ext(name, spec, repeats=repeats, join=join)
     return CompiledField(
         name=name,
         open=open_delim,
         close=close_delim,
         parser=parser,
         content_args=_check_content_args(parser, spec.get("content_args", {}), field=name),
-        repeats=bool(spec.get("repeats", False)),
+        repeats=repeats,
         join=join,
         optional=bool(spec.get("optional", True)),
         transform=copy.deepcopy(transform),
         transform_each=transform_each,
+        ext=ext,
     )
 
 
@@ -336,14 +354,20 @@ def compile_template(spec: Any) -> CompiledTemplate:
         raise _fail("response_template must define 'start_anchor' or 'start_anchor_pattern' (the assistant-turn "
                     "header, e.g. '<|im_start|>assistant\\n').", "missing_start_anchor", key="start_anchor")
     delims = [d for f in fields.values() for d in (f.open, f.close) if d is not None]
-    idle = [f.open for f in fields.values() if f.open is not None]
+    ext = template_ext(spec)
+    end = _marker_delimiter(ext.end, "end")
+    drop = _marker_delimiter(ext.drop, "drop")
+    always = [end] if end is not None else []
+    idle = [f.open for f in fields.values() if f.open is not None] + always + ([drop] if drop is not None else [])
     implicit_close = fields[implicit[0]].close if implicit else None
     if implicit_close is not None:
         idle.append(implicit_close)
     triggers: dict[str | None, Any] = {None: _trigger(idle)}
     for f in fields.values():
         if f.open is not None:
-            triggers[f.name] = _trigger([f.close] if f.close is not None else [])
+            # A region that ends with its value closes where no trigger character is: no fast path.
+            triggers[f.name] = None if f.ext.ends_with_value else _trigger(
+                ([f.close] if f.close is not None else []) + always)
     return CompiledTemplate(
         defaults=MappingProxyType(copy.deepcopy(dict(spec.get("defaults", {})))),
         fields=MappingProxyType(fields),
@@ -352,7 +376,20 @@ def compile_template(spec: Any) -> CompiledTemplate:
         source=MappingProxyType(copy.deepcopy(dict(spec))),
         context=max((d.info.context for d in delims), default=0),
         triggers=MappingProxyType(triggers),
+        ext=ext,
+        end=end,
+        drop=drop,
     )
+
+
+def _marker_delimiter(literals: tuple[str, ...], key: str) -> Delimiter | None:
+    """A literal delimiter for extension markers (``chatparse.end`` / ``chatparse.drop``)."""
+    if not literals:
+        return None
+    ordered = tuple(sorted(literals, key=len, reverse=True))
+    pattern = regex.compile("|".join(regex.escape(s) for s in ordered), regex.DOTALL)
+    can_extend = any(a != b and a.startswith(b) for a in literals for b in literals)
+    return _literal_delimiter("", f"{EXTENSION_KEY}.{key}", pattern, ordered, can_extend)
 
 
 def char_class(chars: set[str] | frozenset[str]) -> Any:

@@ -16,7 +16,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import chatparse.content.extensions_a  # noqa: F401  (registers the parsers chatparse-only templates name)
+import chatparse.content  # noqa: F401  (registers the parsers chatparse-only templates name)
 from chatparse.errors import ChatparseError, TemplateError
 
 DATA_PACKAGE = "chatparse.templates"

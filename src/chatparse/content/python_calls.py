@@ -1,172 +1,23 @@
-"""Content-parser extensions for tool-call formats the v1 template cannot express (part B).
+"""Python-literal tool calls (``python-calls``): ``[f(a=1), g(b="x")]`` bracketed, or one call per line
+(OLMo 3), read by a recursive-descent reader (never ``eval``); lax repairs are opt-in.
 
-``json-calls`` reads JSON call containers (an array or a lone object, name-as-key objects, arguments
-encoded as a string); ``python-calls`` reads Python-literal call lists, bracketed or one call per line.
-Both return ``[{"name": str, "arguments": dict}, ...]`` and raise ``ValueError`` on bad input.
-``register()`` adds them to the registry (idempotent); importing the module calls it.
+A chatparse extension configured through ``content_args``; it can read its region call by call
+(``recover``), so one bad or cut-off call does not take the calls beside it.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
-from chatparse.content.registry import register_extensions
-
-Call = dict[str, Any]
+from chatparse.content.args import check_allowed, check_choice, excerpt
+from chatparse.content.json_calls import Call, json_call_list
+from chatparse.content.recovery import PYTHON, Good, call_paren, read_items
+from chatparse.content.registry import BadItem, register_extensions
 
 _MAX_DEPTH = 100
-
-
-def _excerpt(text: str, limit: int = 60) -> str:
-    return repr(text) if len(text) <= limit else repr(text[:limit]) + "…"
-
-
-def _check_keys(parser: str, args: Mapping[str, Any], allowed: Mapping[str, type | tuple[type, ...]]) -> None:
-    """Reject unknown ``content_args`` keys and values of the wrong type, naming the key."""
-    for key, value in args.items():
-        if key not in allowed:
-            raise ValueError(f"{parser}: unknown content_args key {key!r}. Valid keys: {sorted(allowed)}")
-        if not isinstance(value, allowed[key]):
-            raise ValueError(f"{parser}: content_args[{key!r}] has the wrong type {type(value).__name__}")
-
-
-def _check_choice(parser: str, args: Mapping[str, Any], key: str, choices: Iterable[str]) -> None:
-    valid = sorted(choices)
-    if key in args and args[key] not in valid:
-        raise ValueError(f"{parser}: content_args[{key!r}] must be one of {valid}, found {args[key]!r}")
-
-
-def _check_string_list(parser: str, args: Mapping[str, Any], key: str) -> None:
-    if key in args and not all(isinstance(item, str) and item for item in args[key]):
-        raise ValueError(f"{parser}: content_args[{key!r}] must be a list of non-empty strings")
-
-
-# --------------------------------------------------------------------------------------------
-# json-calls
-# --------------------------------------------------------------------------------------------
-
-_JSON_CALLS_ARGS: dict[str, type | tuple[type, ...]] = {
-    "accept": list,
-    "name_keys": list,
-    "arguments_keys": list,
-    "name_as_key": bool,
-    "decode_string_arguments": bool,
-    "allow_missing_arguments": bool,
-}
-_JSON_FORMS = ("array", "object")
-
-
-def _reject_constant(name: str) -> NoReturn:
-    raise ValueError(f"json-calls: {name} is not valid JSON")
-
-
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
-
-
-def _read_json(text: str) -> Any:
-    """The one JSON value that ``text`` holds (surrounding whitespace allowed)."""
-    if not text:
-        raise ValueError("json-calls: expected a JSON array or object of tool calls, found an empty region")
-    try:
-        return _DECODER.decode(text)
-    except RecursionError as error:
-        raise ValueError("json-calls: the JSON is nested too deeply") from error
-    except json.JSONDecodeError as error:
-        raise ValueError(
-            f"json-calls: expected one JSON value, found {_excerpt(text[error.pos : error.pos + 20])} at offset "
-            f"{error.pos} ({error.msg}). Content: {_excerpt(text)}"
-        ) from error
-
-
-def _call_items(value: Any, forms: Iterable[str]) -> list[Any]:
-    accepted = set(forms)
-    if isinstance(value, list) and "array" in accepted:
-        return value
-    if isinstance(value, dict) and "object" in accepted:
-        return [value]
-    raise ValueError(
-        f"json-calls: expected {' or '.join(sorted(accepted))} of tool calls, found {type(value).__name__}"
-    )
-
-
-def _first_key(item: Mapping[str, Any], keys: Iterable[str]) -> str | None:
-    return next((key for key in keys if key in item), None)
-
-
-def _normalise_call(item: Any, index: int, args: Mapping[str, Any]) -> Call:
-    if not isinstance(item, dict):
-        raise ValueError(f"json-calls: call {index} must be a JSON object, found {type(item).__name__}")
-    if args.get("name_as_key", False):
-        if len(item) != 1:
-            raise ValueError(
-                f"json-calls: call {index} must have exactly one key (the function name), found {sorted(item)}"
-            )
-        name, arguments = next(iter(item.items()))
-    else:
-        name_key = _first_key(item, args.get("name_keys", ["name"]))
-        if name_key is None:
-            raise ValueError(f"json-calls: call {index} has no name key; found keys {sorted(item)}")
-        name = item[name_key]
-        arguments_key = _first_key(item, args.get("arguments_keys", ["arguments", "parameters"]))
-        arguments = item[arguments_key] if arguments_key is not None else None
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"json-calls: call {index} name must be a non-empty string, found {name!r}")
-    return {"name": name, "arguments": _call_arguments(arguments, index, args)}
-
-
-def _call_arguments(arguments: Any, index: int, args: Mapping[str, Any]) -> dict[str, Any]:
-    if arguments is None and args.get("allow_missing_arguments", True):
-        return {}
-    if isinstance(arguments, str) and args.get("decode_string_arguments", False):
-        if not arguments.strip() and args.get("allow_missing_arguments", True):
-            return {}
-        try:
-            arguments = _DECODER.decode(arguments.strip())
-        except json.JSONDecodeError as error:
-            raise ValueError(
-                f"json-calls: call {index} arguments string is not JSON ({error.msg}): {_excerpt(arguments)}"
-            ) from error
-    if not isinstance(arguments, dict):
-        raise ValueError(
-            f"json-calls: call {index} arguments must be a JSON object, found {type(arguments).__name__}"
-        )
-    return arguments
-
-
-def parse_json_calls(body: str, args: Mapping[str, Any]) -> list[Call]:
-    """Tool calls written as JSON: ``[{"name": N, "arguments": {...}}, ...]`` and its variants.
-
-    ``content_args``: ``accept`` (forms among ``array`` and ``object`` = one bare call object;
-    default ``["array"]``; for objects one after another use ``json-sequence``); ``name_keys`` /
-    ``arguments_keys`` (keys tried in order; default ``["name"]`` / ``["arguments", "parameters"]``); ``name_as_key``
-    (each call is ``{N: {...}}``, Apertus); ``decode_string_arguments`` (arguments written as a
-    JSON-encoded string are decoded, Nemotron); ``allow_missing_arguments`` (a call without
-    arguments gets ``{}``; default true). Other keys of a call object (ids) are ignored.
-    NaN/Infinity are rejected.
-    """
-    items = _call_items(_read_json(body.strip()), args.get("accept", ["array"]))
-    return [_normalise_call(item, index, args) for index, item in enumerate(items)]
-
-
-def validate_json_calls_args(args: Mapping[str, Any]) -> None:
-    """Load-time check of ``json-calls`` content_args."""
-    _check_keys("json-calls", args, _JSON_CALLS_ARGS)
-    accept = args.get("accept", ["array"])
-    if not accept or any(form not in _JSON_FORMS for form in accept):
-        raise ValueError(
-            f"json-calls: content_args['accept'] must list forms among {list(_JSON_FORMS)}, found {accept!r}"
-        )
-    _check_string_list("json-calls", args, "name_keys")
-    _check_string_list("json-calls", args, "arguments_keys")
-
-
-# --------------------------------------------------------------------------------------------
-# python-calls
-# --------------------------------------------------------------------------------------------
 
 _PYTHON_CALLS_ARGS: dict[str, type | tuple[type, ...]] = {
     "brackets": str,
@@ -217,7 +68,7 @@ class _CallReader:
         found = self.text[self.position : self.position + 20]
         raise ValueError(
             f"python-calls: expected {expected} at offset {self.position}, found "
-            f"{_excerpt(found) if found else 'the end'}. Content: {_excerpt(self.text)}"
+            f"{excerpt(found) if found else 'the end'}. Content: {excerpt(self.text)}"
         )
 
     def skip(self, pattern: re.Pattern[str] = _SPACE) -> None:
@@ -391,18 +242,6 @@ class _CallReader:
         return "\\" + code
 
 
-def _json_call_list(text: str) -> list[Call] | None:
-    """``text`` read as a JSON call list, or None when it is not JSON at all."""
-    try:
-        value = _DECODER.decode(text)
-    except (ValueError, RecursionError):
-        return None
-    items = value if isinstance(value, list) else [value]
-    return [
-        _normalise_call(item, index, {"decode_string_arguments": True}) for index, item in enumerate(items)
-    ]
-
-
 def parse_python_calls(body: str, args: Mapping[str, Any]) -> list[Call]:
     """Tool calls written as Python calls with literal keyword arguments.
 
@@ -418,7 +257,7 @@ def parse_python_calls(body: str, args: Mapping[str, Any]) -> list[Call]:
     """
     text = body.strip()
     if args.get("accept_json", False) and text[:1] in ("[", "{"):
-        calls = _json_call_list(text)
+        calls = json_call_list(text)
         if calls is not None:
             return calls
     reader = _CallReader(text, args)
@@ -438,14 +277,35 @@ def parse_python_calls(body: str, args: Mapping[str, Any]) -> list[Call]:
 
 def validate_python_calls_args(args: Mapping[str, Any]) -> None:
     """Load-time check of ``python-calls`` content_args."""
-    _check_keys("python-calls", args, _PYTHON_CALLS_ARGS)
-    _check_choice("python-calls", args, "brackets", _BRACKETS)
-    _check_choice("python-calls", args, "separator", _SEPARATORS)
+    check_allowed("python-calls", args, _PYTHON_CALLS_ARGS)
+    check_choice("python-calls", args, "brackets", _BRACKETS)
+    check_choice("python-calls", args, "separator", _SEPARATORS)
+
+
+
+def recover_python_calls(body: str, args: Mapping[str, Any]) -> tuple[Good, list[BadItem]]:
+    """``python-calls`` call by call: each call of the list (or each line) separately."""
+    text = body.strip()
+    if args.get("accept_json", False) and text[:1] in ("[", "{"):
+        calls = json_call_list(text)
+        if calls is not None:
+            return [(call, text) for call in calls], []
+
+    def read_one(raw: str) -> Call:
+        reader = _CallReader(raw, args)
+        call = reader.read_call(0)
+        if not reader.at_end():
+            reader.fail("the end of the call")
+        return call
+
+    separators = {"comma": ",", "newline": "\n"}.get(args.get("separator", "comma_or_newline"), ",\n")
+    bracketed = args.get("brackets", "optional") != "forbidden"
+    return read_items(text, read_one, structure=PYTHON, starts_value=call_paren, separators=separators,
+                      opener="[" if bracketed else None, closer="]" if bracketed else None)
 
 
 EXTENSIONS = {
-    "json-calls": (parse_json_calls, validate_json_calls_args),
-    "python-calls": (parse_python_calls, validate_python_calls_args),
+    "python-calls": (parse_python_calls, validate_python_calls_args, recover_python_calls),
 }
 
 
@@ -455,12 +315,3 @@ def register() -> None:
 
 
 register()
-
-__all__ = [
-    "EXTENSIONS",
-    "parse_json_calls",
-    "parse_python_calls",
-    "register",
-    "validate_json_calls_args",
-    "validate_python_calls_args",
-]

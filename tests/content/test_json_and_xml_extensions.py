@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 import chatparse
-from chatparse.content.extensions_a import parse_json_sequence, parse_xml_inline_typed
+from chatparse.content.json_calls import parse_json_sequence
+from chatparse.content.xml_params import parse_xml_inline_typed
 from chatparse.content.registry import get_content_parser
 from chatparse.errors import TemplateError
 

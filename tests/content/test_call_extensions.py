@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 import chatparse
-from chatparse.content.extensions_b import parse_json_calls, parse_python_calls
+from chatparse.content.json_calls import parse_json_calls
+from chatparse.content.python_calls import parse_python_calls
 from chatparse.content.registry import get_content_parser
 from chatparse.errors import TemplateError
 

@@ -9,6 +9,9 @@ from typing import Any, NoReturn
 
 import regex
 
+from chatparse.content.recovery import PYTHON, Good, call_paren, read_items
+from chatparse.content.registry import BadItem
+
 _SPACE = regex.compile(r"[ \t\n\r]*")
 _NAME = regex.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[-.][A-Za-z0-9_]+)*")
 _NUMBER = regex.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
@@ -169,3 +172,19 @@ def parse_python_call_list(text: str, args: Any) -> list[dict[str, Any]]:
     if reader.pos != len(text):
         reader.fail("unexpected text after the closing ']'")
     return calls
+
+
+def recover_python_call_list(body: str, args: Any) -> tuple[Good, list[BadItem]]:
+    """``python-call-list`` call by call: the calls that parse are kept, each other one is a ``BadItem``."""
+    del args
+
+    def read_one(raw: str) -> dict[str, Any]:
+        reader = _Reader(raw)
+        call = reader.call()
+        reader.pos = _SPACE.match(raw, reader.pos).end()
+        if reader.pos != len(raw):
+            reader.fail("unexpected text after the call")
+        return call
+
+    return read_items(body, read_one, structure=PYTHON, starts_value=call_paren, separators=",", opener="[",
+                      closer="]")

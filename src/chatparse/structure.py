@@ -1,0 +1,206 @@
+"""Follow the syntax of a region's body as it streams: strings, opaque spans and bracket depth.
+
+A ``BodyTracker`` consumes the body text in order, in any chunking, in linear time (regex and
+``str.find`` jumps between the characters that matter, never a re-scan). The engine asks it whether a
+marker found at the current position is data (inside a string or a span), whether the body is complete
+when the text ends, and, for regions that end with their value, where the top-level value ends.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import regex
+
+# Bracket pairs and string quotes per syntax. Python strings may be triple-quoted; JSON has one quote.
+_BRACKETS = {"json": "{}[]", "python": "()[]{}"}
+_QUOTES = {"json": ('"',), "python": ('"""', "'''", '"', "'")}
+SYNTAXES = tuple(_BRACKETS)
+
+
+@dataclass(frozen=True)
+class Structure:
+    """The body syntax of a field: ``syntax`` (``json``, ``python`` or None) and opaque ``spans``
+    (``(open, close)`` literal pairs whose inside is data, e.g. ``<arg_value>`` … ``</arg_value>``)."""
+
+    syntax: str | None = None
+    spans: tuple[tuple[str, str], ...] = ()
+
+    def tracker(self) -> BodyTracker:
+        return BodyTracker(_tables(self))
+
+
+@dataclass(frozen=True)
+class _Tables:
+    structure: Structure
+    openers: frozenset[str]
+    closers: frozenset[str]
+    tokens: tuple[str, ...]  # quotes and span openers, longest first
+    span_close: dict[str, str]  # span opener -> its close literal
+    first: object  # pattern: the next token, bracket or visible character (before the value started)
+    scan: object  # pattern: the next token or bracket
+    longest: int
+
+
+_TABLE_CACHE: dict[Structure, _Tables] = {}
+
+
+def _tables(structure: Structure) -> _Tables:
+    cached = _TABLE_CACHE.get(structure)
+    if cached is not None:
+        return cached
+    brackets = _BRACKETS.get(structure.syntax or "", "")
+    quotes = _QUOTES.get(structure.syntax or "", ())
+    tokens = tuple(sorted({*quotes, *(o for o, _ in structure.spans)}, key=len, reverse=True))
+    parts = [regex.escape(t) for t in tokens] + ([f"[{regex.escape(brackets)}]"] if brackets else [])
+    scan = regex.compile("|".join(parts) if parts else "(?!)", regex.DOTALL)
+    first = regex.compile("|".join([*parts, r"\S"]), regex.DOTALL)
+    tables = _Tables(structure, frozenset(brackets[0::2]), frozenset(brackets[1::2]), tokens,
+                     dict(structure.spans), first, scan, max(map(len, tokens), default=1))
+    _TABLE_CACHE[structure] = tables
+    return tables
+
+
+class BodyTracker:
+    """Where a body stands syntactically after the text fed so far (see the module docstring)."""
+
+    __slots__ = ("_carry", "_close", "_depth", "_escapes", "_started", "_t", "ended")
+
+    def __init__(self, tables: _Tables) -> None:
+        self._t = tables
+        self._close: str | None = None  # the literal that ends the open string or span
+        self._escapes = False  # the open string takes backslash escapes (a quote, not a span)
+        self._depth = 0
+        self._started = tables.structure.syntax is None  # a visible character of the value was seen
+        self._carry = ""  # text at the end of the last feed that may be the start of a longer token
+        self.ended = False  # the top-level bracketed value closed (depth back to 0)
+
+    # --- queries ---------------------------------------------------------------------------------
+
+    @property
+    def balanced(self) -> bool:
+        """No bracket open and no string or span open (as far as the text fed so far shows)."""
+        state = self._settled()
+        return state._close is None and state._depth == 0
+
+    @property
+    def in_data(self) -> bool:
+        """True inside a string or an opaque span: a marker starting here is data, not a delimiter."""
+        return self._settled()._close is not None
+
+    def complete(self) -> bool:
+        """True when the body is whole as the text ends: no string, span or bracket left open, no span
+        opener cut in half, and (for a syntax) a value was written."""
+        if self._close is None and any(self._carry and o.startswith(self._carry) for o, _ in self._t.structure.spans):
+            return False  # cut inside a span opener such as '<parameter='
+        state = self._settled()
+        return state._close is None and state._depth == 0 and state._started
+
+    def _settled(self) -> BodyTracker:
+        """This state with the carried text read as final (what comes next cannot extend it)."""
+        if not self._carry:
+            return self
+        clone = copy.copy(self)
+        carry, clone._carry = clone._carry, ""
+        clone._consume(carry, final=True, stop=False)
+        return clone
+
+    # --- feeding ----------------------------------------------------------------------------------
+
+    def feed(self, text: str, stop_at_value_end: bool = False) -> int:
+        """Consume ``text``. With ``stop_at_value_end``, stop right after the character that closes the
+        top-level bracketed value and return how many characters of ``text`` were consumed; otherwise
+        (or when the value does not end in ``text``) consume everything and return -1."""
+        if not text:
+            return -1
+        carried = len(self._carry)
+        work, self._carry = self._carry + text, ""
+        end = self._consume(work, final=False, stop=stop_at_value_end)
+        return -1 if end < 0 else end - carried
+
+    def _consume(self, work: str, *, final: bool, stop: bool) -> int:
+        t = self._t
+        pos, size = 0, len(work)
+        while pos < size:
+            if self._close is not None:
+                pos = self._in_string(work, pos, final)
+                continue
+            pattern = t.scan if self._started else t.first
+            m = pattern.search(work, pos)  # type: ignore[attr-defined]
+            if m is None:
+                if not final:
+                    self._carry = _token_prefix_suffix(work, pos, t)
+                return -1
+            token, start = m.group(), m.start()
+            if not final and start + t.longest > size and _could_grow(work, start, t):
+                self._carry = work[start:]
+                return -1
+            pos = m.end()
+            if token in t.openers:
+                self._started = True
+                self._depth += 1
+            elif token in t.closers:
+                self._started = True
+                if self._depth > 0:
+                    self._depth -= 1
+                    if self._depth == 0:
+                        self.ended = True
+                        if stop:
+                            return int(pos)
+            elif token in t.span_close:
+                self._close, self._escapes = t.span_close[token], False
+                self._started = True
+            elif token in t.tokens:
+                self._close, self._escapes = token, True
+                self._started = True
+            else:
+                self._started = True
+        return -1
+
+    def _in_string(self, work: str, pos: int, final: bool) -> int:
+        """Advance inside the open string or span; returns the new position (the end without a close).
+        Each ``find`` starts past the previous one, so a run of escapes costs linear time."""
+        close = self._close
+        assert close is not None
+        close_at = work.find(close, pos)
+        if self._escapes:
+            slash_at = work.find("\\", pos)
+            while slash_at >= 0 and (close_at < 0 or slash_at < close_at):
+                if slash_at + 1 >= len(work):
+                    if not final:
+                        self._carry = "\\"
+                    return len(work)
+                pos = slash_at + 2
+                if 0 <= close_at < pos:
+                    close_at = work.find(close, pos)
+                slash_at = work.find("\\", pos)
+        if close_at < 0:
+            if not final:
+                self._carry = _literal_prefix_suffix(work, pos, close)
+            return len(work)
+        self._close = None
+        return close_at + len(close)
+
+
+def _could_grow(work: str, start: int, t: _Tables) -> bool:
+    """The text from ``start`` to the end is a proper prefix of a token (a triple quote, a span opener)."""
+    rest = work[start:]
+    return any(len(token) > len(rest) and token.startswith(rest) for token in t.tokens)
+
+
+def _token_prefix_suffix(work: str, pos: int, t: _Tables) -> str:
+    """The longest suffix of ``work[pos:]`` that is a proper prefix of some token."""
+    for k in range(min(t.longest - 1, len(work) - pos), 0, -1):
+        tail = work[len(work) - k :]
+        if any(token.startswith(tail) and len(token) > k for token in t.tokens):
+            return tail
+    return ""
+
+
+def _literal_prefix_suffix(work: str, pos: int, literal: str) -> str:
+    """The longest suffix of ``work[pos:]`` that is a proper prefix of ``literal`` (a close split off)."""
+    for k in range(min(len(literal) - 1, len(work) - pos), 0, -1):
+        if literal.startswith(work[len(work) - k :]):
+            return work[len(work) - k :]
+    return ""

@@ -1,0 +1,165 @@
+"""chatparse's extension keys: what real model outputs need beyond the v1 response template.
+
+A template (or one of its fields) may hold a ``"chatparse"`` object. Templates that use one are
+chatparse-only (transformers rejects unknown keys). Every key is checked here, at load time.
+
+Template level:
+- ``end``: literal end-of-turn / end-of-sequence markers. The first one found (outside a string or span
+  of a guarded region) ends the message; the open region is closed as at the end of the text.
+- ``discard_after_end``: literals that may follow the end and are dropped with whitespace (EOS and
+  padding tokens of batched decoding); any other text after the end is kept as ``message["trailing"]``.
+- ``drop``: stray markers removed where no region is open (a second ``</think>``).
+
+Field level:
+- ``structure``: the body's syntax, ``"json"``, ``"python"`` or ``{"syntax": ..., "spans": [[open,
+  close], ...]}`` (opaque spans such as ``<arg_value>`` … ``</arg_value>``), followed as it streams.
+- ``guard`` (default true with a structure): the close and the end markers count only outside strings
+  and spans, so marker text inside a value is data.
+- ``ends_with_value``: the region closes where its top-level bracketed value ends (bare JSON calls).
+- ``truncation``: a region the end of the text (or the end marker) closes instead of its own close is
+  checked: an incomplete body (or one that fails to parse) is reported as ``truncated`` and never
+  returned as a value; complete items of a list before the cut are kept.
+- ``extend``: a ``repeats`` field whose region value is a list extends the field's list.
+- ``strip_joined``: a ``join`` field's joined value is stripped at its ends (its pieces are not).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from chatparse.errors import TemplateError
+from chatparse.structure import SYNTAXES, Structure
+
+EXTENSION_KEY = "chatparse"
+TEMPLATE_EXT_KEYS = ("end", "discard_after_end", "drop")
+FIELD_EXT_KEYS = ("structure", "guard", "ends_with_value", "truncation", "extend", "strip_joined")
+
+
+@dataclass(frozen=True)
+class TemplateExt:
+    end: tuple[str, ...] = ()
+    discard_after_end: tuple[str, ...] = ()
+    drop: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FieldExt:
+    structure: Structure | None = None
+    guard: bool = False
+    ends_with_value: bool = False
+    truncation: bool = False
+    extend: bool = False
+    strip_joined: bool = False
+
+
+NO_TEMPLATE_EXT = TemplateExt()
+NO_FIELD_EXT = FieldExt()
+
+
+def _fail(message: str, code: str, *, field: str | None = None, key: str | None = None) -> TemplateError:
+    return TemplateError(message, code=code, field=field, key=f"{EXTENSION_KEY}.{key}" if key else EXTENSION_KEY)
+
+
+def _mapping(raw: Any, scope: str, field: str | None) -> Mapping[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise _fail(f"{scope}: '{EXTENSION_KEY}' must be a dict of chatparse extension keys, found "
+                    f"{type(raw).__name__}", "bad_type", field=field)
+    return raw
+
+
+def _unknown(raw: Mapping[str, Any], allowed: tuple[str, ...], scope: str, field: str | None) -> None:
+    unknown = sorted(set(raw) - set(allowed))
+    if unknown:
+        raise _fail(f"{scope}: unknown chatparse extension keys {unknown}; allowed: {list(allowed)}",
+                    "unknown_key", field=field, key=unknown[0])
+
+
+def _literals(raw: Any, key: str, scope: str, field: str | None = None) -> tuple[str, ...]:
+    items = [raw] if isinstance(raw, str) else raw
+    if not isinstance(items, list) or not items or not all(isinstance(s, str) and s for s in items):
+        raise _fail(f"{scope}: '{EXTENSION_KEY}.{key}' must be a non-empty string or a non-empty list of "
+                    f"non-empty strings, found {raw!r}", "bad_type", field=field, key=key)
+    return tuple(dict.fromkeys(items))
+
+
+def _flag(raw: Mapping[str, Any], key: str, scope: str, field: str) -> bool:
+    value = raw.get(key, False)
+    if not isinstance(value, bool):
+        raise _fail(f"{scope}: '{EXTENSION_KEY}.{key}' must be true or false, found {value!r}", "bad_type",
+                    field=field, key=key)
+    return value
+
+
+def template_ext(spec: Mapping[str, Any]) -> TemplateExt:
+    """The template-level extension keys of ``spec`` (checked), or the empty set."""
+    if EXTENSION_KEY not in spec:
+        return NO_TEMPLATE_EXT
+    scope = "response_template"
+    raw = _mapping(spec[EXTENSION_KEY], scope, None)
+    _unknown(raw, TEMPLATE_EXT_KEYS, scope, None)
+    end = _literals(raw["end"], "end", scope) if "end" in raw else ()
+    discard = _literals(raw["discard_after_end"], "discard_after_end", scope) if "discard_after_end" in raw else ()
+    if discard and not end:
+        raise _fail(f"{scope}: '{EXTENSION_KEY}.discard_after_end' needs '{EXTENSION_KEY}.end' (text after the end "
+                    "of the turn)", "discard_without_end", key="discard_after_end")
+    drop = _literals(raw["drop"], "drop", scope) if "drop" in raw else ()
+    return TemplateExt(end=end, discard_after_end=discard, drop=drop)
+
+
+def _structure(raw: Any, scope: str, field: str) -> Structure:
+    if isinstance(raw, str):
+        raw = {"syntax": raw}
+    if not isinstance(raw, Mapping):
+        raise _fail(f"{scope}: '{EXTENSION_KEY}.structure' must be one of {list(SYNTAXES)} or a dict with "
+                    f"'syntax' and/or 'spans', found {raw!r}", "bad_type", field=field, key="structure")
+    unknown = sorted(set(raw) - {"syntax", "spans"})
+    if unknown:
+        raise _fail(f"{scope}: unknown keys {unknown} in '{EXTENSION_KEY}.structure'; allowed: ['syntax', 'spans']",
+                    "unknown_key", field=field, key="structure")
+    syntax = raw.get("syntax")
+    if syntax is not None and syntax not in SYNTAXES:
+        raise _fail(f"{scope}: '{EXTENSION_KEY}.structure.syntax' must be one of {list(SYNTAXES)} or null, found "
+                    f"{syntax!r}", "bad_value", field=field, key="structure")
+    spans = raw.get("spans", [])
+    if not isinstance(spans, list) or not all(
+        isinstance(pair, list) and len(pair) == 2 and all(isinstance(s, str) and s for s in pair) for pair in spans
+    ):
+        raise _fail(f"{scope}: '{EXTENSION_KEY}.structure.spans' must be a list of [open, close] pairs of non-empty "
+                    f"strings, found {spans!r}", "bad_type", field=field, key="structure")
+    if syntax is None and not spans:
+        raise _fail(f"{scope}: '{EXTENSION_KEY}.structure' names no syntax and no spans; give one of them",
+                    "empty_structure", field=field, key="structure")
+    return Structure(syntax=syntax, spans=tuple((o, c) for o, c in spans))
+
+
+def field_ext(name: str, spec: Mapping[str, Any], *, repeats: bool, join: str | None) -> FieldExt:
+    """The field-level extension keys of ``spec`` (checked against the field's own keys)."""
+    if EXTENSION_KEY not in spec:
+        return NO_FIELD_EXT
+    scope = f"Field '{name}'"
+    raw = _mapping(spec[EXTENSION_KEY], scope, name)
+    _unknown(raw, FIELD_EXT_KEYS, scope, name)
+    structure = _structure(raw["structure"], scope, name) if "structure" in raw else None
+    guard = raw.get("guard", structure is not None)
+    if not isinstance(guard, bool):
+        raise _fail(f"{scope}: '{EXTENSION_KEY}.guard' must be true or false, found {guard!r}", "bad_type",
+                    field=name, key="guard")
+    if guard and structure is None:
+        raise _fail(f"{scope}: '{EXTENSION_KEY}.guard' needs '{EXTENSION_KEY}.structure' (what counts as a string "
+                    "or span)", "guard_without_structure", field=name, key="guard")
+    ends = _flag(raw, "ends_with_value", scope, name)
+    if ends and (structure is None or structure.syntax is None):
+        raise _fail(f"{scope}: '{EXTENSION_KEY}.ends_with_value' needs a structure with a syntax ('json' or "
+                    "'python') to know where the value ends", "ends_without_syntax", field=name, key="ends_with_value")
+    extend = _flag(raw, "extend", scope, name)
+    if extend and not repeats:
+        raise _fail(f"{scope}: '{EXTENSION_KEY}.extend' needs 'repeats': true", "extend_without_repeats",
+                    field=name, key="extend")
+    strip_joined = _flag(raw, "strip_joined", scope, name)
+    if strip_joined and join is None:
+        raise _fail(f"{scope}: '{EXTENSION_KEY}.strip_joined' needs 'join'", "strip_without_join", field=name,
+                    key="strip_joined")
+    return FieldExt(structure=structure, guard=guard, ends_with_value=ends,
+                    truncation=_flag(raw, "truncation", scope, name), extend=extend, strip_joined=strip_joined)

@@ -38,7 +38,12 @@ def check_event_stream(events: list[dict[str, Any]], message: dict[str, Any], te
         spec = compiled.fields[name]
         if spec.join is not None:
             joined = spec.join.join(values)
+            if spec.ext.strip_joined:
+                joined = joined.strip()
             assert message.get(name, "") == joined or (not joined and name not in message)
+        elif spec.repeats and spec.ext.extend:
+            flat = [item for value in values for item in (value if isinstance(value, list) else [value])]
+            assert message.get(name, []) == flat
         elif spec.repeats:
             assert message.get(name, []) == values
         else:

@@ -60,7 +60,7 @@ def to_chat_message(
     reasoning = next((message[k] for k in REASONING_FIELDS if message.get(k) is not None), None)
     if reasoning is not None:
         out[reasoning_key] = reasoning
-    calls = [_wire_call(call, i, make_id) for i, call in enumerate(message.get(TOOLS_FIELD) or [])]
+    calls = [_wire_call(call, i, make_id) for i, call in enumerate(_call_list(message.get(TOOLS_FIELD)))]
     if calls:
         out["tool_calls"] = calls
     return out
@@ -92,6 +92,13 @@ def to_chat_completion(
     }
 
 
+def _call_list(value: Any) -> list[Any]:
+    """The message's tool calls as a list of call objects (a lone call object is one call)."""
+    if isinstance(value, Mapping):
+        return [value]
+    return [call for call in value if isinstance(call, Mapping)] if isinstance(value, list) else []
+
+
 def _finish(made_calls: bool, reason: str) -> str:
     if reason == "length":
         return "length"
@@ -105,7 +112,9 @@ def _text_or_none(value: Any) -> str | None:
 
 
 def _wire_call(call: Any, index: int, make_id: IdFactory) -> dict[str, Any]:
-    fn = call.get("function", {}) if isinstance(call, Mapping) else {}
+    fn = call.get("function") if isinstance(call, Mapping) else None
+    if not isinstance(fn, Mapping):
+        fn = {}  # not a call object (a template whose transform builds something else): an empty call
     return {
         "id": make_id(index),
         "type": "function",
@@ -128,6 +137,7 @@ class _TextState:
     started: bool = False  # the open region produced non-space text
     held: str = ""
     closed_once: bool = False
+    whole: bool = False  # a ``strip_joined`` field: one text stream, stripped at its ends only
 
 
 @dataclass
@@ -161,12 +171,14 @@ class ChatCompletionStream:
         model: str = "chatparse",
         reasoning_key: str = "reasoning_content",
         id_factory: IdFactory | None = None,
-        on_malformed: OnMalformed = "raise",
+        on_malformed: OnMalformed = "recover",
+        buffer_calls: bool = False,
         completion_id: str | None = None,
         created: int | None = None,
     ) -> None:
         tool_list = list(tools) if tools is not None else None
         self.parser = ResponseParser(template, prefix, tools=tool_list, on_malformed=on_malformed)
+        self.buffer_calls = buffer_calls
         self.model = model
         self.reasoning_key = reasoning_key
         self.id = completion_id or "chatcmpl-" + uuid.uuid4().hex
@@ -239,12 +251,17 @@ class ChatCompletionStream:
                 self._route_text(kind, event, fld)
             if kind == "region_malformed":
                 self.malformed.append({k: v for k, v in event.items() if k != "type"})
+            elif kind == "region_close" and event.get("malformed"):
+                self.malformed.extend(event["malformed"])
 
     def _route_text(self, kind: str, event: dict[str, Any], fld: CompiledField) -> None:
         name = event["field"]
         state = self._text.get(name)
         if state is None:
-            state = self._text[name] = _TextState()
+            state = self._text[name] = _TextState(whole=fld.ext.strip_joined)
+        if state.whole:
+            self._route_whole_text(kind, event, fld, state)
+            return
         if kind == "region_open":
             state.started, state.held, state.region_sent = False, "", []
         elif kind == "region_chunk":
@@ -272,11 +289,28 @@ class ChatCompletionStream:
                 self._reconcile_text(name, state, target)
             state.region_sent = []
 
+    def _route_whole_text(self, kind: str, event: dict[str, Any], fld: CompiledField, state: _TextState) -> None:
+        """A ``strip_joined`` field streams as one text: its pieces and joins as written, the leading
+        whitespace of the whole dropped and trailing whitespace held until text follows it."""
+        name = event["field"]
+        if kind == "region_open" and state.closed_once and fld.join:
+            self._text_chunk(name, state, fld, fld.join)
+        elif kind == "region_chunk" and not event["dirty"]:
+            self._text_chunk(name, state, fld, event["text"])
+        elif kind == "region_close":
+            state.closed_once = True
+
     def _streams_text(self, fld: CompiledField, state: _TextState) -> bool:
-        return _strips(fld) and (fld.join is not None or not state.closed_once)
+        return state.whole or (_strips(fld) and (fld.join is not None or not state.closed_once))
 
     def _text_chunk(self, name: str, state: _TextState, fld: CompiledField, text: str) -> None:
-        if not state.started:
+        if state.whole:
+            if not state.started:
+                text = text.lstrip()
+                if not text:
+                    return
+                state.started = True
+        elif not state.started:
             text = text.lstrip()
             if not text:
                 return
@@ -322,6 +356,8 @@ class ChatCompletionStream:
     def _route_call(self, kind: str, event: dict[str, Any], fld: CompiledField, *, live: bool) -> None:
         if kind == "region_open":
             call = self._call = _CallState()
+            if self.buffer_calls:
+                return  # nothing of a call goes out before it is complete
             shape = _call_shape(fld)
             if shape.name_capture is not None and live and self.parser.current_region == TOOLS_FIELD:
                 name = self.parser.current_captures.get(shape.name_capture)
@@ -333,7 +369,7 @@ class ChatCompletionStream:
             if current is not None and current.scanner is not None:
                 current.scanner.feed(event["text"])
         elif kind == "region_close":
-            values = event["value"] if isinstance(event["value"], list) else [event["value"]]
+            values = _call_list(event["value"])
             first = self._call or _CallState()
             self._call = None
             for position, value in enumerate(values):
@@ -341,8 +377,10 @@ class ChatCompletionStream:
         elif kind == "region_malformed":
             self._call = None  # a header already sent stays, with the fragments sent so far
 
-    def _close_call(self, call: _CallState, value: Any) -> None:
-        fn = value.get("function", {}) if isinstance(value, Mapping) else {}
+    def _close_call(self, call: _CallState, value: Mapping[str, Any]) -> None:
+        fn = value.get("function")
+        if not isinstance(fn, Mapping):
+            fn = {}
         name = str(fn.get("name", ""))
         final = arguments_json(fn.get("arguments"))
         if call.index is None or call.name != name:
@@ -379,16 +417,16 @@ class ChatCompletionStream:
             def on_key(key: str, value: Any) -> None:
                 if shape.args_whole:
                     self._early_key(call, key, value)
-                elif shape.name_key is not None and key == shape.name_key and call.index is None:
+                elif key in shape.name_keys and call.index is None:
                     if isinstance(value, str):
                         self._header(call, value)
 
             def on_nested_key(key: str, value: Any) -> None:
                 self._early_key(call, key, value)  # no header yet (arguments before "name"): all wait for the close
 
-            if shape.args_key is None:
+            if not shape.args_keys:
                 return ArgumentStream(on_key_completed=on_key)
-            return ArgumentStream(on_key_completed=on_key, nested_key=shape.args_key,
+            return ArgumentStream(on_key_completed=on_key, nested_key=shape.args_keys,
                                   on_nested_key_completed=on_nested_key)
         if shape.body == "xml" and shape.args_whole:
             from chatparse.tools.xml_stream import XMLArgumentStream
@@ -457,13 +495,15 @@ class _Shape:
     """Where a tool-call field's name and arguments come from, read off its transform."""
 
     name_capture: str | None = None  # "{name}": a named group of the open delimiter
-    name_key: str | None = None  # "{content.name}": a top-level key of a JSON body
+    name_keys: tuple[str, ...] = ()  # "{content.name}": a top-level key of a JSON body (or its spellings)
     args_whole: bool = False  # "{content}": the whole body is the arguments object
-    args_key: str | None = None  # "{content.arguments}": the arguments are one top-level key's value
+    args_keys: tuple[str, ...] = ()  # "{content.arguments}": the arguments are one top-level key's value
     body: str = ""  # "json" | "xml" | "" (no early streaming)
 
 
 def _call_shape(fld: CompiledField) -> _Shape:
+    if fld.content == "json-calls":
+        return _json_calls_shape(fld)
     transform = fld.transform
     fn = transform.get("function") if isinstance(transform, Mapping) and not fld.transform_each else None
     if fn == "{content}":  # the body is the function object itself: {"name": …, "arguments": {…}}
@@ -484,8 +524,21 @@ def _call_shape(fld: CompiledField) -> _Shape:
         elif ref != "content" and "." not in ref:
             name_capture = ref
     args_key = _content_key(args) if body == "json" else None
-    return _Shape(name_capture=name_capture, name_key=name_key, args_whole=args == "{content}",
-                  args_key=args_key, body=body)
+    return _Shape(name_capture=name_capture, name_keys=(name_key,) if name_key else (),
+                  args_whole=args == "{content}", args_keys=(args_key,) if args_key else (), body=body)
+
+
+def _json_calls_shape(fld: CompiledField) -> _Shape:
+    """One ``json-calls`` call object per region (``accept: ["object"]``, ``transform_each`` with
+    ``{name}``/``{arguments}``): the name and the arguments are top-level keys, in their spellings."""
+    args = fld.content_args
+    transform = fld.transform if isinstance(fld.transform, Mapping) else {}
+    if (list(args.get("accept", ["array"])) != ["object"] or args.get("name_as_key")
+            or args.get("decode_string_arguments") or not fld.transform_each
+            or transform.get("function") != {"name": "{name}", "arguments": "{arguments}"}):
+        return _Shape()
+    return _Shape(name_keys=tuple(args.get("name_keys", ["name"])),
+                  args_keys=tuple(args.get("arguments_keys", ["arguments", "parameters"])), body="json")
 
 
 def _content_key(ref: Any) -> str | None:

@@ -8,8 +8,8 @@ import pytest
 
 import chatparse
 from chatparse.content.json_calls import parse_json_sequence
-from chatparse.content.xml_params import parse_xml_inline_typed
 from chatparse.content.registry import get_content_parser
+from chatparse.content.xml_params import parse_xml_inline_typed
 from chatparse.errors import TemplateError
 
 DSML_ARGS: dict[str, Any] = {

@@ -25,12 +25,14 @@ def parse_options(case: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_malformed(events: list[dict[str, Any]], message: dict[str, Any]) -> None:
-    """The message's ``malformed`` entries are exactly the ``region_malformed`` events, in order."""
-    flagged = [
-        {"field": e["field"], "code": e["code"], "raw": e["raw"]}
-        for e in events
-        if e["type"] == "region_malformed"
-    ]
+    """The message's ``malformed`` entries are exactly the ``region_malformed`` events and the items a
+    ``region_close`` set aside, in order."""
+    flagged: list[dict[str, Any]] = []
+    for e in events:
+        if e["type"] == "region_malformed":
+            flagged.append({"field": e["field"], "code": e["code"], "raw": e["raw"]})
+        elif e["type"] == "region_close":
+            flagged.extend(e.get("malformed", []))
     assert message.get("malformed", []) == flagged
 
 

@@ -38,6 +38,14 @@ METADATA_KEYS = {
 }
 
 
+def extension_keys_used(template: dict[str, Any]) -> set[str]:
+    """The chatparse extension keys a template uses, as ``chatparse.<key>``."""
+    keys = set(template.get("chatparse", {}))
+    for field in template["fields"].values():
+        keys.update(field.get("chatparse", {}))
+    return {f"chatparse.{key}" for key in keys}
+
+
 def parsers_used(template: dict[str, Any]) -> set[str]:
     """Every content parser a template names, nested value parsers included."""
     used: set[str] = set()
@@ -78,14 +86,15 @@ def test_metadata(name: str) -> None:
     assert isinstance(info["prefill"], str)  # "" when the chat template pre-writes nothing
     assert info["chatparse_only"] is bool(info["extensions"])
     for extension in info["extensions"]:
-        assert not get_content_parser(extension).compatible, f"{extension} exists in transformers too"
+        if not extension.startswith("chatparse."):
+            assert not get_content_parser(extension).compatible, f"{extension} exists in transformers too"
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_extensions_list_exactly_the_non_transformers_parsers(name: str) -> None:
-    used = parsers_used(get_template(name))
-    foreign = {p for p in used if not get_content_parser(p).compatible}
-    assert foreign == set(template_info(name)["extensions"])
+def test_extensions_list_exactly_the_non_transformers_parsers_and_keys(name: str) -> None:
+    template = get_template(name)
+    foreign = {p for p in parsers_used(template) if not get_content_parser(p).compatible}
+    assert foreign | extension_keys_used(template) == set(template_info(name)["extensions"])
 
 
 @pytest.mark.parametrize("name", NAMES)

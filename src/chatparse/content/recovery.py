@@ -98,5 +98,5 @@ def read_items(
         try:
             good.append((read_one(raw), raw))
         except (ValueError, RecursionError) as exc:
-            bad.append(BadItem(raw, str(exc)[:300]))
+            bad.append(BadItem(raw, str(exc)[:300], at_end=not text[end:].strip()))
         pos = end

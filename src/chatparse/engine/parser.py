@@ -100,6 +100,7 @@ class ResponseParser:
                              code="bad_option")
         self._on_malformed = on_malformed
         self._tool_params = _tool_properties(tools) if tools else {}
+        self._tool_required = _tool_required(tools) if tools else {}
         self._buf = ""
         self._pos = 0
         self._version = 0
@@ -566,7 +567,7 @@ class ResponseParser:
                     break  # a zero-width close of an empty region would fire forever
                 continue
             if eos:
-                self._cut_opener(events)
+                self._cut_markers(events)
                 if self._pos < len(self._buf):
                     self._emit_to(events, len(self._buf))
                 self._close_current(events, cut=True)
@@ -605,24 +606,30 @@ class ResponseParser:
             self._trailing.append(self._buf[self._pos :])
             self._pos = len(self._buf)
 
-    def _cut_opener(self, events: list[Event]) -> None:
-        """At the end of the text, where no region is open: a tool-call opener cut off by the token limit
-        (``<tool_ca``) is reported as a truncated call instead of leaking into the content."""
-        if self._current not in (None, self._implicit) or self._pos >= len(self._buf):
+    def _cut_markers(self, events: list[Event]) -> None:
+        """At the end of the text, for templates with chatparse's extensions: a delimiter cut in half by
+        the token limit is not text. A cut tool-call opener (``<tool_ca``) is reported as a truncated
+        call; any other cut marker (``</thi``, ``<|im_e``) is dropped."""
+        buf, pos = self._buf, self._pos
+        if pos >= len(buf) or not self._template.chatparse_only:
             return
-        buf = self._buf
-        for kind, field, scanner in self._watch[None]:
-            if kind != _OPEN or field is None or not field.ext.truncation:
-                continue
-            hit = scanner.find(buf, self._pos, False, self._version, -1)
-            if hit is not None and hit.pending and hit.end >= len(buf):
-                self._emit_to(events, hit.start)
-                self._close_current(events)
-                raw = buf[hit.start :]
-                self._pos = len(buf)
-                self._report(events, field.name, "truncated", raw, f"the text ends inside the opener of a "
-                             f"'{field.name}' region ({excerpt(raw)})")
-                return
+        cut: tuple[int, int, CompiledField | None] | None = None
+        for kind, field, scanner in self._watchlist():
+            hit = scanner.find(buf, pos, False, self._version, -1)
+            if hit is not None and hit.pending and hit.start >= pos and buf[hit.start :].strip():
+                if cut is None or hit.start < cut[0]:
+                    cut = (hit.start, kind, field)
+        if cut is None:
+            return
+        start, kind, field = cut
+        self._emit_to(events, start)
+        raw = buf[start:]
+        self._pos = len(buf)
+        if kind == _OPEN and field is not None and field.ext.truncation:
+            self._close_current(events)
+            events.append({"type": "region_open", "field": field.name})
+            self._report(events, field.name, "truncated", raw, f"the text ends inside the opener of a "
+                         f"'{field.name}' region ({excerpt(raw)})")
 
     def _trailing_text(self) -> str:
         """The text after the end of the turn, or "" when it is only whitespace and tokens that may follow
@@ -670,13 +677,22 @@ class ResponseParser:
             raw = self._open_text + body
             self._report(events, name, "truncated", raw, f"the text ends inside a '{name}' region ({excerpt(raw)})")
             return
-        recover = field.parser.recover is not None and (
-            self._on_malformed == "recover" or (cut and field.ext.truncation))
+        checked = cut and field.ext.truncation
+        recover = field.parser.recover is not None and (self._on_malformed == "recover" or checked)
         try:
             if recover:
-                value, problems = self._recovered_value(field, body, cut=cut and field.ext.truncation)
+                value, problems = self._recovered_value(field, body, cut=checked, close_text=close_text)
             else:
-                value, problems = self._region_value(field, body), []
+                value, problems = process_region(field, body, self._captures), []
+            if self._tool_params:
+                value = coerce_tool_calls(value, self._tool_params)
+            if checked and not recover and self._lacks_required(value):
+                # A call cut between two parameters parses, but a parameter the tool requires is missing.
+                raw = self._open_text + body
+                self._report(events, name, "truncated", raw, f"the text ends inside a '{name}' region before "
+                             f"every required parameter was written ({excerpt(raw)})")
+                return
+            self._store(field, value)
         except OutputError as exc:
             if self._on_malformed == "raise":
                 raise
@@ -702,28 +718,33 @@ class ResponseParser:
             return False
         return True
 
-    def _region_value(self, field: CompiledField, body: str) -> Any:
-        value = process_region(field, body, self._captures)
-        return self._store(field, value)
+    def _lacks_required(self, value: Any) -> bool:
+        """A tool call (``{"function": {"name", "arguments"}}``) without a parameter its tool requires."""
+        fn = value.get("function") if isinstance(value, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("arguments"), dict):
+            return False
+        required = self._tool_required.get(fn.get("name"), ())  # type: ignore[arg-type]
+        return any(key not in fn["arguments"] for key in required)
 
-    def _recovered_value(self, field: CompiledField, body: str, *, cut: bool) -> tuple[Any, list[dict[str, Any]]]:
+    def _recovered_value(self, field: CompiledField, body: str, *, cut: bool,
+                         close_text: str) -> tuple[Any, list[dict[str, Any]]]:
         """A list region parsed item by item: the items that parse (and transform) are kept; each other
-        item is reported with its raw text (``truncated`` for one the end of the text cut off)."""
+        item is reported with its raw text (``truncated`` for one the end of the text cut off), or the
+        whole region's text when the item is all the region holds."""
         items, bad = recover_region(field, body, self._captures)
         problems = []
         for item in bad:
+            raw = self._open_text + body + close_text if item.raw.strip() == body.strip() else item.raw
             code = "truncated" if cut and item.at_end else item.code
             if self._on_malformed == "raise" and code != "truncated":
                 raise ContentParseError(
                     f"Field '{field.name}': {item.error} (item {excerpt(item.raw)})", field=field.name,
                     parser=field.parser.name,
                 )
-            problems.append({"field": field.name, "code": code, "raw": item.raw})
-        return self._store(field, items), problems
+            problems.append({"field": field.name, "code": code, "raw": raw})
+        return items, problems
 
-    def _store(self, field: CompiledField, value: Any) -> Any:
-        if self._tool_params:
-            value = coerce_tool_calls(value, self._tool_params)
+    def _store(self, field: CompiledField, value: Any) -> None:
         name = field.name
         if field.join is not None:
             if not isinstance(value, str):
@@ -740,7 +761,6 @@ class ResponseParser:
                 self._output.setdefault(name, []).append(value)
         else:
             self._output[name] = value
-        return value
 
     def _join(self, name: str, separator: str, value: str) -> None:
         if name in self._join_parts:
@@ -877,6 +897,12 @@ def _tool_properties(tools: Iterable[Any]) -> dict[str, dict[str, Any]]:
     from chatparse.tools.schema import tool_parameter_properties  # pydantic-backed; loaded only when used
 
     return tool_parameter_properties(tools)
+
+
+def _tool_required(tools: Iterable[Any]) -> dict[str, tuple[str, ...]]:
+    from chatparse.tools.schema import tool_required_parameters
+
+    return tool_required_parameters(tools)
 
 
 def _union_test(tests: list[Callable[[str], bool]]) -> Callable[[str], bool] | None:

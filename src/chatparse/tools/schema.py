@@ -343,6 +343,24 @@ class ToolSet:
         return [tool.to_dict() for tool in self]
 
 
+def tool_required_parameters(tools: Iterable[Any] | None) -> dict[str, tuple[str, ...]]:
+    """Tool name → the names of its required parameters (for telling a call cut between two parameters
+    from a complete one). Tools whose definition says nothing are absent."""
+    out: dict[str, tuple[str, ...]] = {}
+    for obj in tools or []:
+        if isinstance(obj, Mapping):
+            spec = obj.get("function", obj)
+            name = spec.get("name") if isinstance(spec, Mapping) else None
+            parameters = spec.get("parameters") if isinstance(spec, Mapping) else None
+            required = parameters.get("required") if isinstance(parameters, Mapping) else None
+            if isinstance(name, str) and isinstance(required, list):
+                out[name] = tuple(r for r in required if isinstance(r, str))
+        else:
+            tool = as_tool(obj)
+            out[tool.name] = tuple(r for r in tool.parameters.get("required", ()) if isinstance(r, str))
+    return out
+
+
 def tool_parameter_properties(tools: Iterable[Any] | None) -> dict[str, dict[str, Any]]:
     """Tool name → its parameters' ``properties``, for typing parsed tool-call arguments.
 

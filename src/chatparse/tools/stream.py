@@ -204,9 +204,9 @@ class ArgumentStream(KeyedStream):
     following ``,`` or ``}`` arrived (or at ``finish`` for a value that visibly closed).
     ``on_string_progress(stream_key, text)`` receives the decoded pieces of that key's
     string value while it arrives; their concatenation is the final value. With
-    ``nested_key``, ``on_nested_key_completed(key, value)`` fires likewise for each key of the
-    object that is the value of the top-level key ``nested_key`` (``{"name": …, "arguments":
-    {…}}``), when that key's value and the following ``,`` or ``}`` arrived; these keys are not
+    ``nested_key`` (a key, or a tuple of alternative spellings), ``on_nested_key_completed(key, value)``
+    fires likewise for each key of the object that is that top-level key's value (``{"name": …,
+    "arguments": {…}}``), when that key's value and the following ``,`` or ``}`` arrived; these keys are not
     top-level keys (the result still lists ``nested_key`` once, as one argument). A callback that
     raises is not called again (nor is any other) and the result becomes ``invalid``
     (``callback_failed``).
@@ -220,12 +220,13 @@ class ArgumentStream(KeyedStream):
         stream_key: str | None = None,
         *,
         max_depth: int = MAX_DEPTH,
-        nested_key: str | None = None,
+        nested_key: str | tuple[str, ...] | None = None,
         on_nested_key_completed: KeyCallback | None = None,
     ) -> None:
         super().__init__(on_key_completed, on_string_progress, stream_key)
         self.max_depth = max_depth
         self.nested_key = nested_key
+        self._nested_keys = (nested_key,) if isinstance(nested_key, str) else tuple(nested_key or ())
         self.on_nested_key_completed = on_nested_key_completed
         self._watch_nested = nested_key is not None and on_nested_key_completed is not None
         self._state = _START
@@ -382,7 +383,7 @@ class ArgumentStream(KeyedStream):
         elif isinstance(parent, dict):
             key = self._keys[-1] or ""
             parent[key] = value
-            if self._watch_nested and len(self._containers) == 2 and self._keys[0] == self.nested_key:
+            if self._watch_nested and len(self._containers) == 2 and self._keys[0] in self._nested_keys:
                 self._nested_pending = (key, value)  # committed at the separator
         else:
             parent.append(value)

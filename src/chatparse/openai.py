@@ -464,10 +464,11 @@ class ChatCompletionStream:
         types = schema_types(properties[key])
         if not types:
             return value
+        literals = self.parser.template.fields[TOOLS_FIELD].ext.python_literals
         if isinstance(value, str):
-            return coerce_string(value, types)
+            return coerce_string(value, types, literals)
         if isinstance(value, list) and "array" not in types:
-            return [coerce_string(v, types) if isinstance(v, str) else v for v in value]
+            return [coerce_string(v, types, literals) if isinstance(v, str) else v for v in value]
         return value
 
     # --- chunk plumbing ---------------------------------------------------------------------------

@@ -28,7 +28,7 @@ def test_loads_in_transformers(name: str) -> None:
 
 @pytest.mark.parametrize("name", CHATPARSE_ONLY)
 def test_chatparse_only_templates_do_not_load_in_transformers(name: str) -> None:
-    with pytest.raises(ValueError, match="unknown content parser|Unknown keys|unknown keys"):
+    with pytest.raises(ValueError, match=r"unknown content parser|Unknown keys|unknown keys"):
         load_response_template(get_template(name))
 
 

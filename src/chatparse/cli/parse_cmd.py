@@ -20,7 +20,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("input", help="JSONL file, or - for stdin")
     p.add_argument("--template", "-t", required=True, help="built-in template name or template/tokenizer_config file")
     p.add_argument("--prefix-key", default="prefix", help="input key holding the prompt (default: prefix)")
-    p.add_argument("--keep-malformed", action="store_true", help="record unparsable regions instead of failing")
+    p.add_argument("--on-malformed", choices=("recover", "keep", "raise"), default="recover",
+                   help="a tool call that does not parse: 'recover' (default) keeps the calls beside it and lists "
+                        "the bad one under \"malformed\" with its raw text; 'keep' sets the whole region aside; "
+                        "'raise' fails the line")
+    p.add_argument("--keep-malformed", action="store_const", const="keep", dest="on_malformed",
+                   help="same as --on-malformed keep")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     p.set_defaults(func=run)
 
@@ -43,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 message = parse_response(record["output"], template, prefix=record["prefix"],
                                          tools=record.get("tools"),
-                                         on_malformed="keep" if args.keep_malformed else "raise")
+                                         on_malformed=args.on_malformed)
                 print(json.dumps(message, ensure_ascii=False))
             except ChatparseError as exc:
                 failures += 1

@@ -685,7 +685,7 @@ class ResponseParser:
             else:
                 value, problems = process_region(field, body, self._captures), []
             if self._tool_params:
-                value = coerce_tool_calls(value, self._tool_params)
+                value = coerce_tool_calls(value, self._tool_params, field.ext.python_literals)
             if checked and not recover and self._lacks_required(value):
                 # A call cut between two parameters parses, but a parameter the tool requires is missing.
                 raw = self._open_text + body

@@ -4,8 +4,12 @@ stay strings; duplicate keys merged into lists are cast item by item."""
 
 from __future__ import annotations
 
+import ast
 import json
 from typing import Any
+
+# Python literals longer than this are read as JSON only (``ast.literal_eval`` parses into a tree first).
+MAX_LITERAL = 1 << 20
 
 
 def schema_types(schema: Any) -> tuple[str, ...]:
@@ -42,7 +46,7 @@ def _as_number(raw: str) -> int | float | None:
 _MISS = object()
 
 
-def _cast(raw: str, type_name: str) -> Any:
+def _cast(raw: str, type_name: str, python_literals: bool = False) -> Any:
     if type_name == "integer":
         value = _as_integer(raw)
         return _MISS if value is None else value
@@ -55,16 +59,31 @@ def _cast(raw: str, type_name: str) -> Any:
     if type_name == "null":
         return None if raw.strip() in ("null", "None") else _MISS
     if type_name in ("object", "array"):
+        kind = dict if type_name == "object" else list
+        if python_literals and len(raw) <= MAX_LITERAL:
+            literal = _python_literal(raw)
+            if isinstance(literal, kind):
+                return literal
         decoded = json.loads(raw)
-        return decoded if isinstance(decoded, dict if type_name == "object" else list) else _MISS
+        return decoded if isinstance(decoded, kind) else _MISS
     return _MISS
 
 
-def coerce_string(raw: str, types: tuple[str, ...]) -> Any:
-    """``raw`` cast to the first type in ``types`` it reads as; otherwise ``raw`` unchanged."""
+def _python_literal(raw: str) -> Any:
+    """``raw`` read as a Python literal (``['a', 'b c']``, ``{'k': None}``), or ``_MISS``; never evaluates code."""
+    try:
+        return ast.literal_eval(raw.strip())
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _MISS
+
+
+def coerce_string(raw: str, types: tuple[str, ...], python_literals: bool = False) -> Any:
+    """``raw`` cast to the first type in ``types`` it reads as; otherwise ``raw`` unchanged. With
+    ``python_literals`` (formats that write Python reprs), objects and arrays are read as Python literals
+    before JSON (the near-JSON rule of the tool boundary)."""
     for type_name in types:
         try:
-            value = _cast(raw, type_name)
+            value = _cast(raw, type_name, python_literals)
         except (ValueError, RecursionError):  # nested past the JSON reader's depth: not an object/array
             continue
         if value is not _MISS:
@@ -72,10 +91,10 @@ def coerce_string(raw: str, types: tuple[str, ...]) -> Any:
     return raw
 
 
-def coerce_tool_calls(value: Any, params: dict[str, dict[str, Any]]) -> Any:
+def coerce_tool_calls(value: Any, params: dict[str, dict[str, Any]], python_literals: bool = False) -> Any:
     """Cast the arguments of every ``{"function": {"name", "arguments"}}`` in ``value``, in place."""
     if isinstance(value, list):
-        return [coerce_tool_calls(item, params) for item in value]
+        return [coerce_tool_calls(item, params, python_literals) for item in value]
     fn = value.get("function") if isinstance(value, dict) else None
     if not isinstance(fn, dict):
         return value
@@ -90,7 +109,7 @@ def coerce_tool_calls(value: Any, params: dict[str, dict[str, Any]]) -> Any:
         if not types:
             continue
         if isinstance(argument, str):
-            arguments[key] = coerce_string(argument, types)
+            arguments[key] = coerce_string(argument, types, python_literals)
         elif isinstance(argument, list) and "array" not in types:
-            arguments[key] = [coerce_string(v, types) if isinstance(v, str) else v for v in argument]
+            arguments[key] = [coerce_string(v, types, python_literals) if isinstance(v, str) else v for v in argument]
     return value

@@ -21,6 +21,8 @@ Field level:
   returned as a value; complete items of a list before the cut are kept.
 - ``extend``: a ``repeats`` field whose region value is a list extends the field's list.
 - ``strip_joined``: a ``join`` field's joined value is stripped at its ends (its pieces are not).
+- ``python_literals``: raw-text argument values typed by the request's tools are read as Python
+  literals (``['a', 'b c']``, ``{'k': None}``) before JSON, for formats that write Python reprs.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ from chatparse.structure import SYNTAXES, Structure
 
 EXTENSION_KEY = "chatparse"
 TEMPLATE_EXT_KEYS = ("end", "discard_after_end", "drop")
-FIELD_EXT_KEYS = ("structure", "guard", "ends_with_value", "truncation", "extend", "strip_joined")
+FIELD_EXT_KEYS = ("structure", "guard", "ends_with_value", "truncation", "extend", "strip_joined",
+                  "python_literals")
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,7 @@ class FieldExt:
     truncation: bool = False
     extend: bool = False
     strip_joined: bool = False
+    python_literals: bool = False
 
 
 NO_TEMPLATE_EXT = TemplateExt()
@@ -162,4 +166,5 @@ def field_ext(name: str, spec: Mapping[str, Any], *, repeats: bool, join: str | 
         raise _fail(f"{scope}: '{EXTENSION_KEY}.strip_joined' needs 'join'", "strip_without_join", field=name,
                     key="strip_joined")
     return FieldExt(structure=structure, guard=guard, ends_with_value=ends,
-                    truncation=_flag(raw, "truncation", scope, name), extend=extend, strip_joined=strip_joined)
+                    truncation=_flag(raw, "truncation", scope, name), extend=extend, strip_joined=strip_joined,
+                    python_literals=_flag(raw, "python_literals", scope, name))

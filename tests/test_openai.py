@@ -428,3 +428,64 @@ def test_any_nested_arguments_in_any_chunks(arguments: dict[str, Any], family: s
     assert "".join(fragments) == json.dumps(parsed, ensure_ascii=False)
     assert "".join(fragments) == to_chat_message(stream.message)["tool_calls"][0]["function"]["arguments"]
     assert fragments[-1] == ("}" if arguments else "{}")  # name first: every key went early
+
+
+# --- real outputs: cut and broken calls on the wire ----------------------------------------------------
+
+CUT_JSON = '<tool_call>\n{"name": "write_file", "arguments": {"path": "scripts/clean.sh", "content": "rm -rf ~'
+
+
+def _feed_all(stream: ChatCompletionStream, text: str, size: int = 3, reason: str = "length") -> list[dict[str, Any]]:
+    chunks = [c for i in range(0, len(text), size) for c in stream.feed(text[i : i + size])]
+    return chunks + stream.finish(reason)
+
+
+def test_a_cut_call_never_accumulates_valid_json_arguments() -> None:
+    stream = ChatCompletionStream("qwen3", "<|im_start|>assistant\n<think>\n\n</think>\n\n", created=1)
+    got = accumulate(_feed_all(stream, CUT_JSON))
+    assert [c["name"] for c in got["calls"]] == ["write_file"]  # the header went out early
+    with pytest.raises(ValueError):
+        json.loads(got["calls"][0]["arguments"])
+    assert stream.message is not None and "tool_calls" not in stream.message
+    assert stream.malformed == [{"field": "tool_calls", "code": "truncated", "error": stream.malformed[0]["error"],
+                                 "raw": CUT_JSON}]
+
+
+def test_buffer_calls_makes_the_wire_equal_the_one_shot_message() -> None:
+    prefix = "<|im_start|>assistant\n"
+    text = ('Checking.<tool_call>\n{"name": "get_weather", "arguments": {"city": "서울 🌧"}}\n</tool_call>\n'
+            '<tool_call>\n{"name": "f", "arguments": {"a": "cut')
+    stream = ChatCompletionStream("qwen3", prefix, buffer_calls=True, id_factory=ids, created=1)
+    chunks = _feed_all(stream, text, size=1)
+    got = accumulate(chunks)
+    one_shot = parse_response(text, "qwen3", prefix=prefix, on_malformed="recover")
+    wire = to_chat_message(one_shot, id_factory=ids)
+    assert got["calls"] == [{"id": c["id"], "name": c["function"]["name"], "arguments": c["function"]["arguments"]}
+                            for c in wire["tool_calls"]]
+    assert got["content"] == wire["content"] == "Checking."
+    assert chunks[-1]["choices"][0]["finish_reason"] == "length"
+
+
+def test_recover_is_the_wire_default_and_keeps_sibling_calls() -> None:
+    text = ('<tool_call>{"name": "bad", "arguments": {"x": }</tool_call>'
+            '<tool_call>{"name": "get_weather", "arguments": {"city": "LA"}}</tool_call>')
+    stream = ChatCompletionStream("qwen3", "", created=1, id_factory=ids)
+    got = accumulate(_feed_all(stream, text, reason="stop"))
+    complete = [c for c in got["calls"] if c["arguments"].endswith("}") and c["name"] == "get_weather"]
+    assert complete and json.loads(complete[0]["arguments"]) == {"city": "LA"}
+    assert stream.message is not None
+    assert [c["function"]["name"] for c in stream.message["tool_calls"]] == ["get_weather"]
+    assert stream.malformed[0]["code"] == "content_parse_failed"
+
+
+def test_content_streams_as_written_around_calls() -> None:
+    text = 'Sure: <tool_call>{"name": "f"}</tool_call> and\n\nthen<|im_end|><|endoftext|>'
+    stream = ChatCompletionStream("qwen3", "", created=1)
+    got = accumulate(_feed_all(stream, text, size=2, reason="stop"))
+    assert got["content"] == "Sure:  and\n\nthen"
+    assert stream.message is not None and stream.message["content"] == "Sure:  and\n\nthen"
+
+
+def test_a_call_list_value_never_crashes_the_wire() -> None:
+    message = {"role": "assistant", "tool_calls": {"type": "function", "function": [{"name": "f"}]}}
+    assert to_chat_message(message, id_factory=ids)["tool_calls"][0]["function"] == {"name": "", "arguments": "{}"}

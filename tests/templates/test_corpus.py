@@ -32,7 +32,7 @@ def check_malformed(events: list[dict[str, Any]], message: dict[str, Any]) -> No
         if e["type"] == "region_malformed":
             flagged.append({"field": e["field"], "code": e["code"], "raw": e["raw"]})
         elif e["type"] == "region_close":
-            flagged.extend(e.get("malformed", []))
+            flagged.extend({"field": m["field"], "code": m["code"], "raw": m["raw"]} for m in e.get("malformed", []))
     assert message.get("malformed", []) == flagged
 
 

@@ -686,6 +686,11 @@ class ResponseParser:
                 value, problems = process_region(field, body, self._captures), []
             if self._tool_params:
                 value = coerce_tool_calls(value, self._tool_params, field.ext.python_literals)
+            if recover and not value and len(problems) == 1 and problems[0]["whole"]:
+                # The region's one item failed: the region failed (one event, as without recovery).
+                problem = problems[0]
+                self._report(events, name, problem["code"], problem["raw"], problem["error"])
+                return
             if checked and not recover and self._lacks_required(value):
                 # A call cut between two parameters parses, but a parameter the tool requires is missing.
                 raw = self._open_text + body
@@ -700,18 +705,21 @@ class ResponseParser:
             return
         event: Event = {"type": "region_close", "field": name, "value": value}
         if problems:
-            event["malformed"] = problems
-            self._output.setdefault("malformed", []).extend(problems)
+            event["malformed"] = [{k: v for k, v in p.items() if k != "whole"} for p in problems]
+            self._output.setdefault("malformed", []).extend(
+                {"field": p["field"], "code": p["code"], "raw": p["raw"]} for p in problems)
         events.append(event)
         self._reset_to_implicit()
 
     def _complete(self, field: CompiledField, body: str) -> bool:
         """Whether a region cut by the end of the text holds a whole body: its syntax is closed (or,
         without one, its content parses)."""
+        if not body.strip():
+            return False  # cut right after the opener
+        if field.parser.recover is not None:
+            return True  # a list of items: its whole items are kept, the cut one is reported
         if self._tracker is not None:  # every character of the body went through _emit_to
             return self._tracker.complete()
-        if field.parser.recover is not None:
-            return True  # a list: its complete items are kept, the cut one reported
         try:
             run_content_parser(field, body)
         except OutputError:
@@ -729,19 +737,20 @@ class ResponseParser:
     def _recovered_value(self, field: CompiledField, body: str, *, cut: bool,
                          close_text: str) -> tuple[Any, list[dict[str, Any]]]:
         """A list region parsed item by item: the items that parse (and transform) are kept; each other
-        item is reported with its raw text (``truncated`` for one the end of the text cut off), or the
-        whole region's text when the item is all the region holds."""
+        item is reported with its raw text (``truncated`` for one the end of the text cut off) and the
+        error (the region's whole text when the item is all the region holds)."""
         items, bad = recover_region(field, body, self._captures)
         problems = []
         for item in bad:
-            raw = self._open_text + body + close_text if item.raw.strip() == body.strip() else item.raw
+            whole = item.raw.strip() == body.strip()
+            raw = self._open_text + body + close_text if whole else item.raw
             code = "truncated" if cut and item.at_end else item.code
             if self._on_malformed == "raise" and code != "truncated":
                 raise ContentParseError(
                     f"Field '{field.name}': {item.error} (item {excerpt(item.raw)})", field=field.name,
                     parser=field.parser.name,
                 )
-            problems.append({"field": field.name, "code": code, "raw": raw})
+            problems.append({"field": field.name, "code": code, "raw": raw, "error": item.error, "whole": whole})
         return items, problems
 
     def _store(self, field: CompiledField, value: Any) -> None:

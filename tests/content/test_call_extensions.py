@@ -101,6 +101,29 @@ def test_json_calls_rejects(body: str, args: dict[str, Any], message: str) -> No
         parse_json_calls(body, args)
 
 
+@pytest.mark.parametrize(
+    ("body", "good", "bad"),
+    [
+        # Whole calls are kept, the cut one is reported on its own (at the end of the text).
+        ('[{"name": "a"}, {"name": "b", "arguments": {"x": "y', [call("a")], [('{"name": "b", "arguments": {"x": "y', True)]),
+        # The region's only item is bad: its raw text is the whole region, so the user sees the opener too.
+        ('[{"name": "a", "arguments": {"x": "y', [], [('[{"name": "a", "arguments": {"x": "y', True)]),
+        ('[{"nme": "a"}]', [], [('[{"nme": "a"}]', False)]),
+        ('[{"nme": "a"}, {"name": "b"}]', [call("b")], [('{"nme": "a"}', False)]),
+        # Stopped right after the list opened: a call was coming (a truncated item), not an empty list.
+        ("[", [], [("[", True)]),
+        ("[ \n", [], [("[", True)]),
+        ("[]", [], []),
+    ],
+)
+def test_json_calls_recovers_item_by_item(body: str, good: list[dict[str, Any]], bad: list[tuple[str, bool]]) -> None:
+    recover = get_content_parser("json-calls").recover
+    assert recover is not None
+    items, problems = recover(body, {"accept": ["array"]})
+    assert [value for value, _ in items] == good
+    assert [(p.raw, p.at_end) for p in problems] == bad
+
+
 # --- python-calls -------------------------------------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any, NoReturn
 
 from chatparse.content.args import check_allowed, check_regex, check_string_list, compiled, excerpt
@@ -230,8 +231,17 @@ def recover_json_calls(body: str, args: Args) -> tuple[Good, list[BadItem]]:
     def read_one(raw: str) -> Call:
         return _normalise_call(_read_json(raw), next(counter), args)
 
-    return read_items(text, read_one, structure=JSON, starts_value=_bracket_at, separators=",",
-                      opener=opener, closer=closer)
+    good, bad = read_items(text, read_one, structure=JSON, starts_value=_bracket_at, separators=",",
+                           opener=opener, closer=closer)
+    if good:
+        return good, bad
+    if not bad and opener is not None and closer is not None and text.startswith(opener) and closer not in text:
+        # ``[`` and nothing after it: the text stopped right after the list opened (a call was coming).
+        bad.append(BadItem(text, "json-calls: the text ends right after the list opens", at_end=True))
+    elif len(bad) == 1:
+        # The region's one item is bad: the whole region is what the user needs to see (its raw text).
+        bad = [replace(bad[0], raw=text)]
+    return good, bad
 
 
 def recover_json_sequence(body: str, args: Args) -> tuple[Good, list[BadItem]]:

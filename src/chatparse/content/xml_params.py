@@ -1,12 +1,17 @@
-"""XML-like parameters whose value parser is picked per tag (``xml-inline-typed``): DeepSeek DSML's
-``string="true|false"`` parameters, raw text beside JSON in one call. A chatparse extension."""
+"""XML-like parameters: ``xml-params`` (a call's parameters read by the format's structure, strictly, so a
+value missing its close, marker text inside a value and a JSON object as the whole body come out right:
+Qwen3-Coder / Qwen 3.5, Seed-OSS, GLM, MiniMax-M2, Step-3, DeepSeek DSML) and ``xml-inline-typed`` (flat
+tags whose value parser is picked per tag). Both are chatparse extensions."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
-from chatparse.content.args import check_allowed, check_regex, compiled
+import regex
+
+from chatparse.content.args import check_allowed, check_choice, check_regex, compiled, excerpt
 from chatparse.content.builtin import check_value_parser, parse_value
 from chatparse.content.registry import register_extensions
 
@@ -54,9 +59,173 @@ def _check_xml_inline_typed(args: Args) -> None:
         check_value_parser(args["default_parser"])
 
 
+# --- xml-params -----------------------------------------------------------------------------------
+
+_PLACEHOLDER = regex.compile(r"\{(\w+)\}")
+_VALUE_ENDS = ("next_param", "close")
+_XML_PARAMS_ARGS: dict[str, type | tuple[type, ...]] = {
+    "param_open": str,
+    "value_close": str,
+    "value_ends": str,
+    "strip_newlines": bool,
+    "trailer": str,
+    "json_body": bool,
+    "value_parsers": Mapping,
+    "default_parser": Mapping,
+}
+
+
+def _close_literal(template: str, groups: Mapping[str, str | None]) -> str:
+    """``value_close`` with its ``{group}`` placeholders filled from the parameter opener's captures."""
+    return str(_PLACEHOLDER.sub(lambda m: groups.get(m.group(1)) or "", template))
+
+
+def _blank(text: str, trailer: str) -> bool:
+    """Only whitespace, or whitespace around one ``trailer`` (a call close left in the body)."""
+    rest = text.strip()
+    return not rest or (bool(trailer) and rest == trailer)
+
+
+def _unclosed(text: str, trailer: str) -> str:
+    """A value whose close is missing: it ends at the trailer (when the body ends with it) and loses the
+    one newline the format writes before the next tag."""
+    stripped = text.rstrip()
+    if trailer and stripped.endswith(trailer):
+        text = stripped[: -len(trailer)]
+    return text[:-1] if text.endswith("\n") else text
+
+
+def _first_structural_close(body: str, close: str, start: int, opener: Any, trailer: str) -> int:
+    """Where the value that starts at ``start`` ends in ``close`` mode: the first ``close`` followed by
+    whitespace and then the next parameter, the trailer or the end of the body; failing that, the first
+    ``close``; -1 when there is none."""
+    first = at = body.find(close, start)
+    while at >= 0:
+        after = at + len(close)
+        gap = after
+        while gap < len(body) and body[gap].isspace():
+            gap += 1
+        if gap == len(body) or opener.match(body, gap) or (trailer and body.startswith(trailer, gap)):
+            return at
+        at = body.find(close, after)
+    return first
+
+
+def parse_xml_params(text: str, args: Args) -> dict[str, Any]:
+    """XML-like parameters (``<parameter=K>V</parameter>``, ``<arg_key>K</arg_key><arg_value>V…``) read by
+    the format's structure, strictly: a call's body holds parameters and nothing else.
+
+    ``content_args``:
+
+    - ``param_open`` (required): regex of a parameter's opening tag, with the named group ``key`` and
+      optionally ``kind`` (picks the value parser) and any group ``value_close`` refers to.
+    - ``value_close`` (required): the literal that closes a value; ``{group}`` placeholders are filled from
+      the opener's captures, so each opener spelling pairs with its own close.
+    - ``value_ends``: ``"next_param"`` (default; formats whose models drop a value's close: a value also
+      ends at the next parameter opener, and its close is the last one in that stretch followed only by
+      whitespace and the trailer, so close text inside a value is data) or ``"close"`` (a value ends only
+      at its close: the first one followed by the next parameter, the trailer or the end of the body).
+    - ``strip_newlines``: exactly one leading and one trailing newline of each value are layout.
+    - ``trailer``: a literal that may end the body (a call close the region left in it, ``</function>``);
+      it also ends a value whose close is missing.
+    - ``json_body``: a body with no parameter that holds a JSON object is the arguments themselves.
+    - ``value_parsers`` (``{kind: {"name", "args"}}``) and ``default_parser``: how values are read
+      (default: the raw text, typed later by the request's tools).
+
+    Keys are stripped; a repeated key keeps its last value. Text outside the parameters (other than
+    whitespace and the trailer), an unclosed value in ``close`` mode and a body that is neither
+    parameters nor (with ``json_body``) a JSON object raise ``ValueError``, so a broken call is reported
+    instead of read as a call with fewer arguments.
+    """
+    opener = compiled(args["param_open"])
+    close_template: str = args["value_close"]
+    next_param = args.get("value_ends", "next_param") == "next_param"
+    strip_newlines = args.get("strip_newlines", False)
+    trailer: str = args.get("trailer", "")
+    parsers: Mapping[str, Mapping[str, Any]] = args.get("value_parsers", {})
+    default: Mapping[str, Any] | None = args.get("default_parser")
+    out: dict[str, Any] = {}
+    m = opener.search(text)
+    if m is None:
+        return _whole_body(text, args, trailer)
+    if text[: m.start()].strip():
+        raise ValueError(f"xml-params: text before the first parameter: {excerpt(text[: m.start()])}")
+    while m is not None:
+        groups = m.groupdict()
+        close = _close_literal(close_template, groups)
+        start = m.end()
+        if next_param:
+            following = opener.search(text, start)
+            end = following.start() if following is not None else len(text)
+            stretch = text[start:end]
+            at = stretch.rfind(close)
+            rest = stretch[at + len(close) :] if at >= 0 else ""
+            if at >= 0 and _blank(rest, trailer if following is None else ""):
+                raw = stretch[:at]
+            elif at >= 0 and trailer and following is None and rest.lstrip().startswith(trailer):
+                raise ValueError(f"xml-params: text after the call's close: {excerpt(rest)}")
+            else:
+                raw = _unclosed(stretch, trailer if following is None else "")
+            m = following
+        else:
+            at = _first_structural_close(text, close, start, opener, trailer)
+            if at < 0:
+                raise ValueError(f"xml-params: the value of {groups['key'].strip()!r} has no {close!r}")
+            raw = text[start:at]
+            after = at + len(close)
+            m = opener.search(text, after)
+            between = text[after : m.start() if m is not None else len(text)]
+            if not _blank(between, trailer if m is None else ""):
+                raise ValueError(f"xml-params: text between parameters: {excerpt(between)}")
+        if strip_newlines:
+            raw = raw[1:] if raw.startswith("\n") else raw
+            raw = raw[:-1] if raw.endswith("\n") else raw
+        kind = groups.get("kind")
+        spec = parsers.get(kind, default) if kind is not None else default
+        out[groups["key"].strip()] = parse_value(raw, spec)
+    return out
+
+
+def _whole_body(text: str, args: Args, trailer: str) -> dict[str, Any]:
+    """A body without parameters: no arguments, or (``json_body``) a JSON object as the arguments."""
+    if _blank(text, trailer):
+        return {}
+    body = text.strip()
+    if trailer and body.endswith(trailer):
+        body = body[: -len(trailer)].rstrip()
+    if args.get("json_body", False) and body.startswith("{"):
+        try:
+            value = json.loads(body)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"xml-params: the call body is not a JSON object ({exc.msg}): {excerpt(body)}") from exc
+        if isinstance(value, dict):
+            return value
+    raise ValueError(f"xml-params: the call body holds no parameters: {excerpt(body)}")
+
+
+def _check_xml_params(args: Args) -> None:
+    check_allowed("xml-params", args, _XML_PARAMS_ARGS)
+    for key in ("param_open", "value_close"):
+        if key not in args:
+            raise ValueError(f"xml-params: content_args.{key} is required")
+    pattern = check_regex("xml-params", args, "param_open")
+    if "key" not in pattern.groupindex:
+        raise ValueError("xml-params: content_args.param_open must have the named group 'key'")
+    if not args["value_close"]:
+        raise ValueError("xml-params: content_args.value_close must be a non-empty string")
+    unknown = set(_PLACEHOLDER.findall(args["value_close"])) - set(pattern.groupindex)
+    if unknown:
+        raise ValueError(f"xml-params: value_close names groups that param_open lacks: {sorted(unknown)}")
+    check_choice("xml-params", args, "value_ends", _VALUE_ENDS)
+    for spec in args.get("value_parsers", {}).values():
+        check_value_parser(spec)
+    if "default_parser" in args:
+        check_value_parser(args["default_parser"])
+
 
 EXTENSIONS = {
     "xml-inline-typed": (parse_xml_inline_typed, _check_xml_inline_typed, None),
+    "xml-params": (parse_xml_params, _check_xml_params, None),
 }
 
 

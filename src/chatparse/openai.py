@@ -512,10 +512,10 @@ def _call_shape(fld: CompiledField) -> _Shape:
     if not isinstance(fn, Mapping):
         return _Shape()
     name, args = fn.get("name"), fn.get("arguments")
-    body = {"json": "json", "xml-inline": "xml"}.get(fld.content, "")
+    body = {"json": "json", "xml-inline": "xml", "xml-params": "xml"}.get(fld.content, "")
     if body == "json" and fld.content_args:
         body = ""  # dialect knobs (unquoted keys, lifted strings): the scanner reads strict JSON only
-    if body == "xml" and _xml_args_unusual(fld.content_args):
+    if body == "xml" and _xml_args_unusual(fld):
         body = ""
     name_capture = name_key = None
     if isinstance(name, str) and name.startswith("{") and name.endswith("}") and name.count("{") == 1:
@@ -550,7 +550,17 @@ def _content_key(ref: Any) -> str | None:
     return key if key and "." not in key and "{" not in key and "}" not in key else None
 
 
-def _xml_args_unusual(args: Mapping[str, Any]) -> bool:
+# The parameter layout ``XMLArgumentStream`` reads (Qwen3-Coder / Qwen 3.5).
+_QWEN_PARAMETERS = {"param_open": "<parameter=(?P<key>[^>\\n]+)>", "value_close": "</parameter>",
+                    "strip_newlines": True}
+
+
+def _xml_args_unusual(fld: CompiledField) -> bool:
+    """Parameters the early XML scanner cannot follow: values typed by the parser itself, merged
+    duplicates, or an ``xml-params`` layout other than Qwen's ``<parameter=KEY>``."""
+    args = fld.content_args
+    if fld.content == "xml-params":
+        return any(args.get(key) != value for key, value in _QWEN_PARAMETERS.items())
     return bool(args.get("value_parser") or args.get("merge_duplicates"))
 
 

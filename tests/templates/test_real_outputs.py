@@ -60,11 +60,16 @@ def test_eos_and_padding_tokens_after_the_turn_are_dropped(family: str, path: Pa
 @pytest.mark.parametrize(("family", "path"), WHOLE, ids=_ids(WHOLE))
 def test_a_next_turn_after_the_end_is_trailing_text(family: str, path: Path) -> None:
     case = load_case(path)
-    ends = _policies(family)["end"]
-    output = case["output"] if any(e in case["output"] for e in ends) else case["output"] + ends[0]
-    cut = min(output.find(e) for e in ends if e in output)
-    marker = next(e for e in ends if output.startswith(e, cut))
-    text = output[: cut + len(marker)] + NEXT_TURN  # a whole turn: only end tokens follow its end
+    policies = _policies(family)
+    ends = policies["end"]
+    # A whole turn ends with its end marker (end-marker text earlier, inside a value, is data): drop what
+    # may follow it (whitespace, padding), then write a next turn right after the end.
+    tails = sorted({*policies.get("discard_after_end", []), *ends}, key=len, reverse=True)
+    core, run = case["output"].rstrip(), []
+    while (token := next((t for t in tails if core.endswith(t)), None)) is not None:
+        core, run = core[: -len(token)].rstrip(), [token, *run]
+    end = next((t for t in run if t in ends), ends[0])  # the turn ends at the first end marker of the run
+    text = core + "".join(run[: run.index(end) + 1] if end in run else [end]) + NEXT_TURN
     template = get_template(family)
     expected = {**case["expected"], "trailing": NEXT_TURN}
     message, events = stream(template, case["prefix"], [text[i : i + 3] for i in range(0, len(text), 3)],

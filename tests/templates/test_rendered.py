@@ -63,9 +63,13 @@ def _expected(message: dict[str, Any], text: str) -> dict[str, Any]:
     """The parsed message a rendered assistant turn must give back: what the template wrote of it."""
     expected: dict[str, Any] = {"role": "assistant"}
     reasoning = (message.get("reasoning_content") or "").strip()
+    content = message.get("content") or ""
+    if isinstance(content, list):  # content blocks (Ministral 3): thinking blocks are reasoning, text is content
+        reasoning = reasoning or "\n".join(b.get("thinking", "") for b in content if b.get("type") == "thinking").strip()
+        content = "".join(b.get("text", "") for b in content if b.get("type") == "text")
+    content = content.strip()
     if reasoning and reasoning in text:
         expected["thinking"] = reasoning
-    content = (message.get("content") or "").strip()
     if content and content in text:
         expected["content"] = content
     calls = []

@@ -1,4 +1,5 @@
-"""``chatparse templates``: list the built-in templates, show one, or check a template file."""
+"""``chatparse templates``: list the built-in templates, show one, or check a template file (``install`` and
+``detect``, for tokenizer directories, live in ``tokenizer_cmd``)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ import json
 import warnings
 from typing import Any
 
+from chatparse.cli.tokenizer_cmd import add_parsers as add_tokenizer_parsers
 from chatparse.errors import ChatparseError, TemplateWarning
 from chatparse.template.compile import load_template
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("templates", help="built-in templates: list, show, check")
+    p = sub.add_parser("templates", help="built-in templates: list, show, check, install, detect")
     tsub = p.add_subparsers(dest="templates_command", metavar="ACTION")
     tsub.add_parser("list", help="one line per built-in template").set_defaults(func=run_list)
     show = tsub.add_parser("show", help="print a built-in template with its metadata")
@@ -21,6 +23,7 @@ def add_parser(sub: Any) -> None:
     check = tsub.add_parser("check", help="load and validate a template file; report problems with locations")
     check.add_argument("file", help="template JSON, tokenizer_config.json, or a built-in name")
     check.set_defaults(func=run_check)
+    add_tokenizer_parsers(tsub)  # install, detect
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 

@@ -1,0 +1,70 @@
+"""``chatparse templates install NAME DIR`` writes a template into a tokenizer's tokenizer_config.json
+(where transformers' ``tokenizer.parse_response`` finds it); ``chatparse templates detect DIR`` names the
+built-in template that fits a model directory."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from chatparse.errors import ChatparseError
+
+AUTO = "auto"
+
+
+def add_parsers(tsub: Any) -> None:
+    install = tsub.add_parser(
+        "install", help="write a template into a tokenizer's tokenizer_config.json (response_template)")
+    install.add_argument("name", help=f"a built-in name, a template file, or '{AUTO}' (detect from DIR)")
+    install.add_argument("dir", help="a model or tokenizer directory, or its tokenizer_config.json")
+    install.add_argument("--force", action="store_true", help="replace a different response_template")
+    install.set_defaults(func=run_install)
+    detect = tsub.add_parser("detect", help="name the built-in template that fits a model directory")
+    detect.add_argument("dir", help="a model or tokenizer directory, or its tokenizer_config.json")
+    detect.set_defaults(func=run_detect)
+
+
+def _error(command: str, exc: ChatparseError) -> int:
+    where = ", ".join(f"{k}={v}" for k, v in exc.location.items())
+    print(f"chatparse templates {command}: error [{exc.code}]{' (' + where + ')' if where else ''}: {exc}")
+    return 2
+
+
+def run_install(args: argparse.Namespace) -> int:
+    from chatparse.integrations.tokenizer_config import detect_directory, install_response_template
+    from chatparse.template.compile import load_template
+
+    try:
+        name = args.name
+        if name == AUTO:
+            name = detect_directory(args.dir)
+            if name is None:
+                print(f"chatparse templates install: no built-in template fits {args.dir}; name one "
+                      "(`chatparse templates list`)")
+                return 2
+        path = install_response_template(args.dir, name, force=args.force)
+        compiled = load_template(name)
+    except ChatparseError as exc:
+        return _error("install", exc)
+    print(f"wrote the response_template {name!r} to {path}")
+    if compiled.chatparse_only:
+        print("chatparse-only (extension keys): transformers' tokenizer.parse_response rejects it; parse with "
+              "chatparse.integrations.transformers.parse_response(ids, tokenizer=tok, prefix=...)")
+    else:
+        print("transformers-compatible: AutoTokenizer.from_pretrained(DIR).parse_response(...) uses it, and so "
+              "does chatparse.integrations.transformers.parse_response(ids, tokenizer=tok, prefix=...)")
+    return 0
+
+
+def run_detect(args: argparse.Namespace) -> int:
+    from chatparse.integrations.tokenizer_config import detect_directory
+
+    try:
+        name = detect_directory(args.dir)
+    except ChatparseError as exc:
+        return _error("detect", exc)
+    if name is None:
+        print(f"no built-in template fits {args.dir}")
+        return 1
+    print(name)
+    return 0

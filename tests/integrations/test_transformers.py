@@ -405,10 +405,11 @@ def test_token_parser_streams_from_the_prefix_state() -> None:
     parser = TokenResponseParser(prefix=prefix, tokenizer=tokenizer)
     assert [e["type"] for e in parser.initial_events] == ["region_open"]
     assert parser.template is chatparse.load_template(TEMPLATES["qwen3-literal"])
-    events = [e for i in tk.encode(tokenizer, "서울 🙂</think>맑음<|im_end|>") for e in parser.feed(i)]
+    ids = tk.encode(tokenizer, "서울 🙂</think>맑음<|im_end|>")
+    events = [e for i in ids for e in parser.feed(i)]
     message, final = parser.finalize()
-    assert message == {"role": "assistant", "thinking": "서울 🙂", "content": "맑음<|im_end|>"} or \
-        message == tokenizer.parse_response(tk.encode(tokenizer, "서울 🙂</think>맑음<|im_end|>"), prefix=prefix)
+    assert message == {"role": "assistant", "thinking": "서울 🙂", "content": "맑음"}
+    assert message == tokenizer.parse_response(ids, prefix=prefix)
     text = "".join(e["text"] for e in events + final if e["type"] == "region_chunk")
     assert text == "서울 🙂맑음"
     with pytest.raises(UsageError) as info:

@@ -62,6 +62,26 @@ def test_registered_as_chatparse_only_structured_parsers(name: str) -> None:
             [call("a", q="x", n={"d": 1})],
         ),
         ('[{"name": "a", "arguments": ""}]', {"decode_string_arguments": True}, [call("a")]),
+        # Call objects back to back (MiniMax-M1: one per line; ';' or ',' between them also read).
+        (
+            '{"name": "a", "arguments": {"s": "} {"}}\n{"name": "b"}; {"name": "c", "parameters": {"k": 1}}',
+            {"accept": ["sequence"]},
+            [call("a", s="} {"), call("b"), call("c", k=1)],
+        ),
+        ('{"name": "a"}', {"accept": ["sequence"]}, [call("a")]),
+        ('[{"name": "a"}]', {"accept": ["array", "sequence"]}, [call("a")]),
+        # Python-literal arguments (vLLM's InternLM2 template writes dict arguments with |string).
+        (
+            '{"name": "f", "arguments": {\'a\': 1, \'b\': False, \'c\': [\'x y\'], \'d\': None}}',
+            {"accept": ["object"], "python_literals": True},
+            [call("f", a=1, b=False, c=["x y"], d=None)],
+        ),
+        (
+            '{"name": "f", "arguments": {\'a\': "}"}}\n{"name": "g", "arguments": {}}',
+            {"accept": ["sequence"], "python_literals": True},
+            [call("f", a="}"), call("g")],
+        ),
+        ('{"name": "f", "arguments": {"a": true}}', {"accept": ["object"], "python_literals": True}, [call("f", a=True)]),
     ],
 )
 def test_json_calls_reads(body: str, args: dict[str, Any], expected: list[dict[str, Any]]) -> None:
@@ -93,6 +113,11 @@ def test_json_calls_reads(body: str, args: dict[str, Any], expected: list[dict[s
         ('[{"name": "a", "arguments": {"x": NaN}}]', {}, "NaN is not valid JSON"),
         ('[{"a": {}, "b": {}}]', {"name_as_key": True}, "exactly one key"),
         ('[{"name": "a"}]', {"allow_missing_arguments": False}, "found NoneType"),
+        ('{"name": "f", "arguments": {\'a\': 1}}', {"accept": ["object"]}, "expected one JSON value"),
+        # Python literals and JSON literals mixed in one object are neither.
+        ('{"name": "f", "arguments": {\'a\': true}}', {"accept": ["object"], "python_literals": True}, "expected one JSON"),
+        ('{"name": "a"} oops', {"accept": ["sequence"]}, "expected a call object at offset 14"),
+        ('{"name": "a"} {"name": "b"', {"accept": ["sequence"]}, "the text ends inside the call object"),
         ("[" * 100_000, {}, "nested too deeply"),
     ],
 )
@@ -122,6 +147,19 @@ def test_json_calls_recovers_item_by_item(body: str, good: list[dict[str, Any]],
     items, problems = recover(body, {"accept": ["array"]})
     assert [value for value, _ in items] == good
     assert [(p.raw, p.at_end) for p in problems] == bad
+
+
+def test_json_calls_recovers_a_sequence_item_by_item() -> None:
+    recover = get_content_parser("json-calls").recover
+    assert recover is not None
+    body = '{"name": "a"}\n{"name": "b", "arguments": {\'k\': 1}}\n{"name": "c", "arguments": {"s": "x'
+    items, problems = recover(body, {"accept": ["sequence"]})
+    assert [value for value, _ in items] == [call("a")]
+    assert [(p.raw, p.at_end) for p in problems] == [
+        ('{"name": "b", "arguments": {\'k\': 1}}', False), ('{"name": "c", "arguments": {"s": "x', True)]
+    items, problems = recover(body, {"accept": ["sequence"], "python_literals": True})
+    assert [value for value, _ in items] == [call("a"), call("b", k=1)]
+    assert [(p.raw, p.at_end) for p in problems] == [('{"name": "c", "arguments": {"s": "x', True)]
 
 
 # --- python-calls -------------------------------------------------------------------------------------
@@ -229,7 +267,8 @@ def template(parser: str, args: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("parser", "args", "message"),
     [
-        ("json-calls", {"accept": ["sequence"]}, "accept"),
+        ("json-calls", {"accept": ["lines"]}, "accept"),
+        ("json-calls", {"python_literals": "yes"}, "python_literals"),
         ("json-calls", {"accept": []}, "accept"),
         ("json-calls", {"name_keys": [""]}, "name_keys"),
         ("json-calls", {"name_as_key": "yes"}, "name_as_key"),

@@ -1,5 +1,6 @@
-"""JSON tool-call containers: ``json-calls`` (an array of call objects or one call object, name-as-key
-objects, arguments written as a JSON string) and ``json-sequence`` (JSON values back to back, Llama 3).
+"""JSON tool-call containers: ``json-calls`` (an array of call objects, one call object or call objects
+back to back; name-as-key objects, arguments written as a JSON string, Python-literal arguments) and
+``json-sequence`` (JSON values back to back).
 
 Both are chatparse extensions configured through ``content_args``; both can read their region item by
 item (``recover``), so a bad or cut-off call does not take the calls beside it.
@@ -13,7 +14,7 @@ from dataclasses import replace
 from typing import Any, NoReturn
 
 from chatparse.content.args import check_allowed, check_regex, check_string_list, compiled, excerpt
-from chatparse.content.recovery import JSON, Good, read_items
+from chatparse.content.recovery import JSON, PYTHON, Good, bracketed_end, read_items, skip_space
 from chatparse.content.registry import BadItem, register_extensions
 
 Call = dict[str, Any]
@@ -29,8 +30,10 @@ _JSON_CALLS_ARGS: dict[str, type | tuple[type, ...]] = {
     "name_as_key": bool,
     "decode_string_arguments": bool,
     "allow_missing_arguments": bool,
+    "python_literals": bool,
 }
-_JSON_FORMS = ("array", "object")
+_JSON_FORMS = ("array", "object", "sequence")
+_SEQUENCE_SEPARATORS = ";,"
 
 
 def _reject_constant(name: str) -> NoReturn:
@@ -40,8 +43,9 @@ def _reject_constant(name: str) -> NoReturn:
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 
-def _read_json(text: str) -> Any:
-    """The one JSON value that ``text`` holds (surrounding whitespace allowed)."""
+def _read_json(text: str, python_literals: bool = False) -> Any:
+    """The one JSON value that ``text`` holds (surrounding whitespace allowed); with ``python_literals``,
+    text that is not JSON is read as a Python literal (``{'a': 1, 'b': False}``) before giving up."""
     if not text:
         raise ValueError("json-calls: expected a JSON array or object of tool calls, found an empty region")
     try:
@@ -49,10 +53,41 @@ def _read_json(text: str) -> Any:
     except RecursionError as error:
         raise ValueError("json-calls: the JSON is nested too deeply") from error
     except json.JSONDecodeError as error:
+        literal = _python_literal(text) if python_literals else None
+        if literal is not None:
+            return literal
         raise ValueError(
             f"json-calls: expected one JSON value, found {excerpt(text[error.pos : error.pos + 20])} at offset "
             f"{error.pos} ({error.msg}). Content: {excerpt(text)}"
         ) from error
+
+
+def _python_literal(text: str) -> Any:
+    """``text`` read as a Python literal of JSON-typed values (no code runs), or None."""
+    from chatparse.tools.near_json import parse_near_json  # the tool boundary's reader, loaded when needed
+
+    try:
+        return parse_near_json(text.strip())
+    except ValueError:
+        return None
+
+
+def _read_sequence(text: str, python_literals: bool) -> list[Any]:
+    """Call objects written back to back (whitespace, ';' or ',' between them)."""
+    structure = PYTHON if python_literals else JSON
+    values: list[Any] = []
+    pos = skip_space(text, 0)
+    while pos < len(text):
+        if text[pos] != "{":
+            raise ValueError(f"json-calls: expected a call object at offset {pos}, found {excerpt(text[pos : pos + 20])}")
+        end = bracketed_end(text, pos, structure)
+        if end < 0:
+            raise ValueError(f"json-calls: the text ends inside the call object at offset {pos}")
+        values.append(_read_json(text[pos:end], python_literals))
+        pos = skip_space(text, end)
+        if pos < len(text) and text[pos] in _SEQUENCE_SEPARATORS:
+            pos = skip_space(text, pos + 1)
+    return values
 
 
 def _call_items(value: Any, forms: Iterable[str]) -> list[Any]:
@@ -113,15 +148,24 @@ def _call_arguments(arguments: Any, index: int, args: Mapping[str, Any]) -> dict
 def parse_json_calls(body: str, args: Mapping[str, Any]) -> list[Call]:
     """Tool calls written as JSON: ``[{"name": N, "arguments": {...}}, ...]`` and its variants.
 
-    ``content_args``: ``accept`` (forms among ``array`` and ``object`` = one bare call object;
-    default ``["array"]``; for objects one after another use ``json-sequence``); ``name_keys`` /
+    ``content_args``: ``accept`` (forms among ``array``, ``object`` = one bare call object and
+    ``sequence`` = call objects back to back, separated by whitespace and at most one ';' or ',' (MiniMax-M1);
+    default ``["array"]``); ``name_keys`` /
     ``arguments_keys`` (keys tried in order; default ``["name"]`` / ``["arguments", "parameters"]``); ``name_as_key``
     (each call is ``{N: {...}}``, Apertus); ``decode_string_arguments`` (arguments written as a
     JSON-encoded string are decoded, Nemotron); ``allow_missing_arguments`` (a call without
-    arguments gets ``{}``; default true). Other keys of a call object (ids) are ignored.
+    arguments gets ``{}``; default true); ``python_literals`` (a call object that is not JSON is read
+    as a Python literal, e.g. arguments written as a Python repr ``{'city': 'Oslo', 'all_day': False}``,
+    vLLM's InternLM2 template; default false). Other keys of a call object (ids) are ignored.
     NaN/Infinity are rejected.
     """
-    items = _call_items(_read_json(body.strip()), args.get("accept", ["array"]))
+    text = body.strip()
+    forms = args.get("accept", ["array"])
+    literals = args.get("python_literals", False)
+    if "sequence" in forms and text.startswith("{"):
+        items = _read_sequence(text, literals)
+    else:
+        items = _call_items(_read_json(text, literals), forms)
     return [_normalise_call(item, index, args) for index, item in enumerate(items)]
 
 
@@ -219,20 +263,22 @@ def _bracket_at(text: str, pos: int) -> int:
 
 
 def recover_json_calls(body: str, args: Args) -> tuple[Good, list[BadItem]]:
-    """``json-calls`` item by item: each call object of the array (or the lone object) separately."""
+    """``json-calls`` item by item: each call object of the array (or the lone object, or each object of a
+    sequence) separately."""
     text = body.strip()
     forms = args.get("accept", ["array"])
-    if text.startswith("{") and "object" in forms:
+    literals = args.get("python_literals", False)
+    if text.startswith("{") and ("object" in forms or "sequence" in forms):
         opener = closer = None
     else:
         opener, closer = "[", "]"
     counter = iter(range(1 << 30))
 
     def read_one(raw: str) -> Call:
-        return _normalise_call(_read_json(raw), next(counter), args)
+        return _normalise_call(_read_json(raw, literals), next(counter), args)
 
-    good, bad = read_items(text, read_one, structure=JSON, starts_value=_bracket_at, separators=",",
-                           opener=opener, closer=closer)
+    good, bad = read_items(text, read_one, structure=PYTHON if literals else JSON, starts_value=_bracket_at,
+                           separators=_SEQUENCE_SEPARATORS if opener is None else ",", opener=opener, closer=closer)
     if good:
         return good, bad
     if not bad and opener is not None and closer is not None and text.startswith(opener) and closer not in text:

@@ -64,3 +64,24 @@ def test_a_template_using_them_is_chatparse_only() -> None:
     assert not chatparse.load_template(template()).chatparse_only
     assert chatparse.load_template(template({"end": "<e>"})).chatparse_only
     assert chatparse.load_template(template(truncation=True)).chatparse_only
+
+
+def test_a_model_directory_without_a_response_template_says_what_to_do(tmp_path: Any) -> None:
+    (tmp_path / "tokenizer_config.json").write_text('{"chat_template": "x", "eos_token": "<|im_end|>"}')
+    for where in (tmp_path, tmp_path / "tokenizer_config.json"):
+        with pytest.raises(TemplateError, match="chatparse templates install") as info:
+            chatparse.load_template(str(where))
+        assert info.value.code == "no_response_template"
+    (tmp_path / "tokenizer_config.json").write_text('{"response_template": {"start_anchor": "A", "fields": {"c": {}}}}')
+    assert chatparse.load_template(str(tmp_path)).implicit == "c"
+
+
+def test_binary_and_deeply_nested_files_are_named_errors(tmp_path: Any) -> None:
+    binary = tmp_path / "t.json"
+    binary.write_bytes(b"\xff\xfe\x00binary")
+    with pytest.raises(TemplateError) as info:
+        chatparse.load_template(str(binary))
+    assert info.value.code == "bad_json"
+    with pytest.raises(TemplateError) as info:
+        chatparse.load_template('{"a":' * 100_000 + "1" + "}" * 100_000)
+    assert info.value.code == "too_deep"

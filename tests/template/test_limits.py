@@ -109,3 +109,23 @@ def test_deeply_nested_groups_are_named() -> None:
     t0 = time.perf_counter()
     err = load_error(tpl("(" * 2000 + "a" + ")" * 2000))
     assert err.code in ("bad_regex", "pattern_too_long") and time.perf_counter() - t0 < 2
+
+
+def test_one_stall_is_forgiven_once_per_message() -> None:
+    """A busy machine stretches wall-clock time: the first timeout grows the search and feed budgets once
+    (GRACE) and retries the search; a second one is a RegexBudgetError."""
+    from chatparse.engine.limits import GRACE, Limits, RegexBudget
+
+    budget = RegexBudget(Limits(search_timeout=0.05))
+    timeouts: list[float] = []
+
+    def stalls(*, timeout: float) -> str:
+        timeouts.append(timeout)
+        if len(timeouts) in (1, 3):
+            raise TimeoutError
+        return "matched"
+
+    assert budget.run(stalls, "f", "close") == "matched"
+    assert timeouts[1] >= timeouts[0] * (GRACE - 1)
+    with pytest.raises(chatparse.RegexBudgetError):
+        budget.run(stalls, "f", "close")

@@ -94,6 +94,7 @@ def read_items(
             raw = text[pos:].rstrip()
             bad.append(BadItem(raw, "the text ends inside this item", at_end=True))
             return good, bad
+        end = max(end, pos + 1)  # a stray closer where an item should start is one bad character: move on
         raw = text[pos:end]
         try:
             good.append((read_one(raw), raw))

@@ -3,7 +3,10 @@
 A response template comes from a public model hub, so its regexes are as untrusted as the model output
 they parse. Every delimiter search runs under the ``regex`` module's ``timeout=``; the timeout of one
 search is the smallest of what is left of the per-search, per-feed and per-message budgets, so a
-catastrophic pattern ends with a named ``RegexBudgetError`` instead of a hang.
+catastrophic pattern ends with a named ``RegexBudgetError`` instead of a hang. The budgets are wall-clock
+time, which a busy machine stretches (a process descheduled for 100 ms mid-search): the first time a
+search or feed budget runs out, those two grow once by ``GRACE`` (and the search is retried), so only a
+pattern that is slow on its own fails. The per-message budget does not grow.
 """
 
 from __future__ import annotations
@@ -44,25 +47,29 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+GRACE = 4  # how much the search and feed budgets grow, once per message, the first time they run out
 
 
 class RegexBudget:
     """The time left for regex work: per feed (reset by ``start_feed``) and per message."""
 
-    __slots__ = ("feed_left", "limits", "message_left", "search_allowance")
+    __slots__ = ("feed_left", "grace", "limits", "message_left", "search_allowance")
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self.feed_left = limits.feed_budget
         self.message_left = limits.message_budget
         self.search_allowance = limits.search_timeout
+        self.grace = True  # the one extension for a busy machine is still available
 
     def start_feed(self, size: int = 0) -> None:
-        """A new feed of ``size`` characters: its budget, grown in proportion to its size."""
+        """A new feed of ``size`` characters: its budget, grown in proportion to its size (and by the
+        grace factor once it was granted)."""
         extra = size * self.limits.per_char
-        self.feed_left = self.limits.feed_budget + extra
+        scale = 1 if self.grace else GRACE
+        self.feed_left = self.limits.feed_budget * scale + extra
         self.message_left += extra
-        self.search_allowance = self.limits.search_timeout + extra
+        self.search_allowance = self.limits.search_timeout * scale + extra
 
     def credit(self, size: int) -> None:
         """``size`` characters arrived without a feed of their own (the parser's fast path)."""
@@ -70,19 +77,32 @@ class RegexBudget:
 
     def run(self, method: Callable[..., Any], field: str | None, key: str, *args: Any, **kwargs: Any) -> Any:
         """Call a ``regex`` pattern method with the timeout that is left; charge the time it took."""
-        search = self.search_allowance
-        timeout = min(search, self.feed_left, self.message_left)
-        if timeout <= 0:
-            raise self._error(field, key, timeout)
-        start = perf_counter()
-        try:
-            return method(*args, timeout=timeout, **kwargs)
-        except TimeoutError:  # an OSError subclass: catch it by name, before anything broader
-            raise self._error(field, key, timeout) from None
-        finally:
-            elapsed = perf_counter() - start
-            self.feed_left -= elapsed
-            self.message_left -= elapsed
+        while True:
+            timeout = min(self.search_allowance, self.feed_left, self.message_left)
+            if timeout <= 0:
+                if self.message_left > 0 and self._extend():
+                    continue
+                raise self._error(field, key, timeout)
+            start = perf_counter()
+            try:
+                return method(*args, timeout=timeout, **kwargs)
+            except TimeoutError:  # an OSError subclass: catch it by name, before anything broader
+                if timeout >= self.message_left or not self._extend():
+                    raise self._error(field, key, timeout) from None
+            finally:
+                elapsed = perf_counter() - start
+                self.feed_left -= elapsed
+                self.message_left -= elapsed
+
+    def _extend(self) -> bool:
+        """The first time the search or feed budget runs out, grow both by ``GRACE`` (a busy machine's
+        stretched wall-clock time is not a catastrophic pattern); False once that was spent."""
+        if not self.grace:
+            return False
+        self.grace = False
+        self.search_allowance *= GRACE
+        self.feed_left = max(self.feed_left, 0.0) + self.limits.feed_budget * GRACE
+        return True
 
     def _error(self, field: str | None, key: str, timeout: float) -> RegexBudgetError:
         limits = self.limits

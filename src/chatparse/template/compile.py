@@ -469,12 +469,20 @@ def _load_text(obj: str | os.PathLike[str]) -> CompiledTemplate:
     if isinstance(obj, str) and text.lstrip().startswith("{"):
         return _compile_cached(_parse_json_text(text, where="the template string"))
     path = Path(text)
+    if path.is_dir() and (path / "tokenizer_config.json").is_file():
+        path = path / "tokenizer_config.json"  # a model directory: its tokenizer's config
     if path.is_file():
-        data = _parse_json_text(path.read_text(encoding="utf-8"), where=str(path))
+        data = _parse_json_text(_read_text(path), where=str(path))
         if isinstance(data, Mapping) and "response_template" in data:
             data = data["response_template"]
         elif isinstance(data, Mapping) and "template" in data and "fields" not in data:
             data = data["template"]  # a chatparse built-in data file
+        elif isinstance(data, Mapping) and "fields" not in data and path.name == "tokenizer_config.json":
+            raise _fail(
+                f"Expected a response template, found none: {path} has no 'response_template' key. Pass a "
+                "template (a built-in name, a dict or a template file), or write a built-in one into the "
+                "tokenizer with `chatparse templates install NAME MODEL_DIR` (`chatparse templates detect "
+                "MODEL_DIR` names the one that fits).", "no_response_template", key="response_template")
         return _compile_cached(data) if isinstance(data, Mapping) else compile_template(data)
     compiled = _BUILTIN_COMPILED.get(text)
     if compiled is not None:
@@ -487,12 +495,24 @@ def _load_text(obj: str | os.PathLike[str]) -> CompiledTemplate:
                 "which is none of these. Run `chatparse templates list` for built-in names.", "template_not_found")
 
 
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise _fail(f"Expected a UTF-8 JSON file in {path}, found bytes that are not UTF-8 at byte {exc.start} "
+                    "(a binary file?). Pass the template's JSON file or a tokenizer_config.json.",
+                    "bad_json") from None
+
+
 def _parse_json_text(text: str, *, where: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise _fail(f"Expected JSON in {where}, found invalid JSON: {exc.msg} at line {exc.lineno} column "
                     f"{exc.colno}", "bad_json") from None
+    except RecursionError:
+        raise _fail(f"Expected a response template in {where}, found JSON nested too deeply to read (a template "
+                    "is a few levels deep)", "too_deep") from None
 
 
 def _builtin_template(name: str) -> Any:

@@ -147,3 +147,14 @@ def test_python_literals_type_reprs_before_json() -> None:
     text = "<fn=w><p=xs>['a', 'b c']</p><p=o>{'k': [1], 'n': None}</p><p=b>False</p><p=s>['kept']</p></fn>"
     assert parse(text, spec, tools=tools)["tool_calls"] == [
         call("w", xs=["a", "b c"], o={"k": [1], "n": None}, b=False, s="['kept']")]
+
+
+def test_a_next_turn_header_ends_the_turn_and_starts_the_trailing_text() -> None:
+    spec = {**BASE, "chatparse": {**BASE["chatparse"], "next_turn": ["<|im_start|>"]}}
+    assert parse("Hi.\n<|im_start|>user\nmore", spec) == {"role": "assistant", "content": "Hi.",
+                                                          "trailing": "<|im_start|>user\nmore"}
+    text = '<call>{"name": "f", "arguments": {"s": "<|im_start|>"}}</call><|im_start|>tool'
+    assert parse(text, spec) == {"role": "assistant", "tool_calls": [call("f", s="<|im_start|>")],
+                                 "trailing": "<|im_start|>tool"}
+    assert chatparse.parse_response("Hi.", spec, prefix="<|assistant|><|im_start|>") == {
+        "role": "assistant", "content": "Hi."}

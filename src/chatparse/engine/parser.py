@@ -39,8 +39,8 @@ Event = dict[str, Any]
 OnMalformed = Literal["raise", "keep", "recover"]
 ON_MALFORMED = ("raise", "keep", "recover")
 # Delimiter kinds: a region's open, a region's close, the end of the turn (``chatparse.end``), a stray
-# marker dropped where no region is open (``chatparse.drop``).
-_OPEN, _CLOSE, _END, _DROP = 0, 1, 2, 3
+# marker dropped where no region is open (``chatparse.drop``), a next turn's header (``chatparse.next_turn``).
+_OPEN, _CLOSE, _END, _DROP, _NEXT = 0, 1, 2, 3, 4
 # Drop consumed text once this much of it (and at least half the buffer) is droppable: amortised O(1).
 _COMPACT_MIN = 1024
 # The fast path joins its skipped chunks after this many (keeping the template's context of them).
@@ -470,6 +470,8 @@ class ResponseParser:
         always: list[_Watch] = []
         if template.end is not None:
             always.append((_END, None, DelimiterScanner(template.end, self._budget)))
+        if template.next_turn is not None:
+            always.append((_NEXT, None, DelimiterScanner(template.next_turn, self._budget)))
         idle: list[_Watch] = [(_OPEN, f, scanners[(_OPEN, f.name)]) for f in fields.values() if f.open is not None]
         if self._implicit is not None and fields[self._implicit].close is not None:
             idle.append((_CLOSE, fields[self._implicit], scanners[(_CLOSE, self._implicit)]))
@@ -547,10 +549,12 @@ class ResponseParser:
                 self._pos = hit.end
                 if kind == _DROP:
                     continue
-                if kind == _END:
+                if kind in (_END, _NEXT):
                     if not self._in_prefix:  # an end marker in the prompt's tail is the prompt's
                         self._close_current(events, cut=True)
                         self._ended = True
+                        if kind == _NEXT:
+                            self._pos = hit.start  # the next turn's header starts the trailing text
                     continue
                 assert field is not None
                 if kind == _OPEN:

@@ -115,6 +115,7 @@ class CompiledTemplate:
     engine_tables: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     ext: TemplateExt = NO_TEMPLATE_EXT  # chatparse's extension keys (see template.extensions)
     end: Delimiter | None = None  # the end-of-turn markers (``ext.end``) as a delimiter
+    next_turn: Delimiter | None = None  # headers of a next turn (``ext.next_turn``): the turn ends before them
     drop: Delimiter | None = None  # stray markers removed outside regions (``ext.drop``)
 
     @property
@@ -356,8 +357,9 @@ def compile_template(spec: Any) -> CompiledTemplate:
     delims = [d for f in fields.values() for d in (f.open, f.close) if d is not None]
     ext = template_ext(spec)
     end = _marker_delimiter(ext.end, "end")
+    next_turn = _marker_delimiter(ext.next_turn, "next_turn")
     drop = _marker_delimiter(ext.drop, "drop")
-    always = [end] if end is not None else []
+    always = [d for d in (end, next_turn) if d is not None]
     idle = [f.open for f in fields.values() if f.open is not None] + always + ([drop] if drop is not None else [])
     implicit_close = fields[implicit[0]].close if implicit else None
     if implicit_close is not None:
@@ -378,6 +380,7 @@ def compile_template(spec: Any) -> CompiledTemplate:
         triggers=MappingProxyType(triggers),
         ext=ext,
         end=end,
+        next_turn=next_turn,
         drop=drop,
     )
 

@@ -6,6 +6,8 @@ chatparse-only (transformers rejects unknown keys). Every key is checked here, a
 Template level:
 - ``end``: literal end-of-turn / end-of-sequence markers. The first one found (outside a string or span
   of a guarded region) ends the message; the open region is closed as at the end of the text.
+- ``next_turn``: literal headers of a next turn (``<|im_start|>``, another author's message) written past
+  a missed stop: the turn ends right before the first one, which starts ``message["trailing"]``.
 - ``discard_after_end``: literals that may follow the end and are dropped with whitespace (EOS and
   padding tokens of batched decoding); any other text after the end is kept as ``message["trailing"]``.
 - ``drop``: stray markers removed where no region is open (a second ``</think>``).
@@ -35,7 +37,7 @@ from chatparse.errors import TemplateError
 from chatparse.structure import SYNTAXES, Structure
 
 EXTENSION_KEY = "chatparse"
-TEMPLATE_EXT_KEYS = ("end", "discard_after_end", "drop")
+TEMPLATE_EXT_KEYS = ("end", "next_turn", "discard_after_end", "drop")
 FIELD_EXT_KEYS = ("structure", "guard", "ends_with_value", "truncation", "extend", "strip_joined",
                   "python_literals")
 
@@ -43,6 +45,7 @@ FIELD_EXT_KEYS = ("structure", "guard", "ends_with_value", "truncation", "extend
 @dataclass(frozen=True)
 class TemplateExt:
     end: tuple[str, ...] = ()
+    next_turn: tuple[str, ...] = ()
     discard_after_end: tuple[str, ...] = ()
     drop: tuple[str, ...] = ()
 
@@ -104,12 +107,13 @@ def template_ext(spec: Mapping[str, Any]) -> TemplateExt:
     raw = _mapping(spec[EXTENSION_KEY], scope, None)
     _unknown(raw, TEMPLATE_EXT_KEYS, scope, None)
     end = _literals(raw["end"], "end", scope) if "end" in raw else ()
+    next_turn = _literals(raw["next_turn"], "next_turn", scope) if "next_turn" in raw else ()
     discard = _literals(raw["discard_after_end"], "discard_after_end", scope) if "discard_after_end" in raw else ()
     if discard and not end:
         raise _fail(f"{scope}: '{EXTENSION_KEY}.discard_after_end' needs '{EXTENSION_KEY}.end' (text after the end "
                     "of the turn)", "discard_without_end", key="discard_after_end")
     drop = _literals(raw["drop"], "drop", scope) if "drop" in raw else ()
-    return TemplateExt(end=end, discard_after_end=discard, drop=drop)
+    return TemplateExt(end=end, next_turn=next_turn, discard_after_end=discard, drop=drop)
 
 
 def _structure(raw: Any, scope: str, field: str) -> Structure:

@@ -254,9 +254,12 @@ def test_any_split_reconciles(data: st.DataObject) -> None:
     got = accumulate(chunks)
     assert got["content"] == (wire["content"] or "")
     assert got["reasoning"] == wire.get("reasoning_content", "")
-    for streamed, final in zip(got["calls"], wire.get("tool_calls", []), strict=False):
-        assert (streamed["id"], streamed["name"], streamed["arguments"]) == (
-            final["id"], final["function"]["name"], final["function"]["arguments"])
+    expect = [(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in wire.get("tool_calls", [])]
+    if stream.message.get("malformed"):  # a call announced early that then failed keeps its wire index
+        whole = [(c["name"], c["arguments"]) for c in got["calls"] if _parses(c["arguments"])]
+        assert whole == [(name, arguments) for _, name, arguments in expect]
+    else:
+        assert [(c["id"], c["name"], c["arguments"]) for c in got["calls"]] == expect
 
 
 def test_gpt_oss_typed_arguments_stream_early() -> None:

@@ -158,3 +158,13 @@ def test_a_next_turn_header_ends_the_turn_and_starts_the_trailing_text() -> None
                                  "trailing": "<|im_start|>tool"}
     assert chatparse.parse_response("Hi.", spec, prefix="<|assistant|><|im_start|>") == {
         "role": "assistant", "content": "Hi."}
+
+
+def test_a_lookahead_close_inside_a_string_is_data_too() -> None:
+    spec = {**BASE, "fields": {**BASE["fields"], "tool_calls": {
+        **BASE["fields"]["tool_calls"], "close_pattern": "</call>|(?=<next>)"}}}
+    del spec["fields"]["tool_calls"]["close"]
+    assert parse('<call>{"name": "f", "arguments": {"s": "x <next> y"}}</call>', spec)["tool_calls"] == [
+        call("f", s="x <next> y")]
+    assert parse('<call>{"name": "f"}<next>Done.', spec) == {"role": "assistant", "content": "<next>Done.",
+                                                            "tool_calls": [call("f")]}

@@ -1,53 +1,45 @@
-"""Built-ins that need no extension load in transformers 5.24 unchanged and give the corpus's expected
-messages there too; the chatparse-only ones really do need chatparse."""
+"""The built-ins and transformers 5.24: every built-in uses chatparse's real-output extensions, which
+transformers rejects with a clear error at load; what remains without them is a valid v1 template that
+transformers loads wherever it uses only transformers' content parsers."""
 
 from __future__ import annotations
 
-import warnings
-from pathlib import Path
+import copy
+from typing import Any
 
 import pytest
 
+from chatparse.content.registry import get_content_parser
 from chatparse.templates import get_template, list_templates, template_info
-from chatparse.templates.registry import normalize_name
-from tests.templates.corpus_loader import case_id, corpus_cases, load_case
 
-reference = pytest.importorskip("transformers.utils.chat_parsing")
-from transformers.utils.chat_parsing.response_templates import load_response_template  # noqa: E402
+pytest.importorskip("transformers.utils.chat_parsing")
+from transformers.utils.chat_parsing.response_templates import load_response_template
 
-COMPATIBLE = [name for name in list_templates() if not template_info(name)["chatparse_only"]]
-CHATPARSE_ONLY = [name for name in list_templates() if template_info(name)["chatparse_only"]]
-COMPATIBLE_KEYS = {normalize_name(name) for name in COMPATIBLE}
-COMPATIBLE_CASES = [(family, path) for family, path in corpus_cases() if family in COMPATIBLE_KEYS]
+NAMES = list_templates()
 
 
-@pytest.mark.parametrize("name", COMPATIBLE)
-def test_loads_in_transformers(name: str) -> None:
-    load_response_template(get_template(name))
+def without_extensions(template: dict[str, Any]) -> dict[str, Any]:
+    """The template with every ``chatparse`` object removed (its v1 part)."""
+    v1 = copy.deepcopy(template)
+    v1.pop("chatparse", None)
+    for field in v1["fields"].values():
+        field.pop("chatparse", None)
+    return v1
 
 
-@pytest.mark.parametrize("name", CHATPARSE_ONLY)
-def test_chatparse_only_templates_do_not_load_in_transformers(name: str) -> None:
-    with pytest.raises(ValueError, match=r"unknown content parser|Unknown keys|unknown keys"):
+@pytest.mark.parametrize("name", NAMES)
+def test_every_builtin_is_chatparse_only_and_transformers_says_why(name: str) -> None:
+    assert template_info(name)["chatparse_only"]
+    with pytest.raises(ValueError, match=r"Unknown keys in response_template: \['chatparse'\]|unknown content parser"):
         load_response_template(get_template(name))
 
 
-@pytest.mark.parametrize(
-    ("family", "path"), COMPATIBLE_CASES, ids=[case_id(f, p) for f, p in COMPATIBLE_CASES]
-)
-def test_transformers_gives_the_expected_message(family: str, path: Path) -> None:
-    case = load_case(path)
-    template = get_template(family)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        if "malformed" in case["expected"]:
-            # transformers has no keep mode: a region chatparse flags is an error there
-            with pytest.raises(ValueError):
-                reference.parse_response(
-                    case["output"], template, prefix=case["prefix"], tools=case.get("tools")
-                )
-            return
-        message = reference.parse_response(
-            case["output"], template, prefix=case["prefix"], tools=case.get("tools")
-        )
-    assert message == case["expected"]
+@pytest.mark.parametrize("name", NAMES)
+def test_the_v1_part_loads_in_transformers_where_its_parsers_are_transformers(name: str) -> None:
+    v1 = without_extensions(get_template(name))
+    foreign = [f["content"] for f in v1["fields"].values() if not get_content_parser(f.get("content", "text")).compatible]
+    if foreign:
+        with pytest.raises(ValueError, match="unknown content parser"):
+            load_response_template(v1)
+    else:
+        load_response_template(v1)

@@ -105,6 +105,7 @@ class ResponseParser:
         self._pos = 0
         self._version = 0
         self._zw_block = -1  # buffer position where a zero-width open already fired
+        self._zw_data = -1  # buffer position where a zero-width close fell inside a guarded string
         defaults = self._template.defaults
         self._output: dict[str, Any] = dict(defaults) if all(
             type(v) in _SCALARS for v in defaults.values()) else copy.deepcopy(dict(defaults))
@@ -302,7 +303,8 @@ class ResponseParser:
         size = len(self._buf)
         # Skipped text goes in at the buffer's end: a zero-width open that fired there stays blocked
         # only if the next text is appended there, so that case takes the full path.
-        if (self._opened and (held or self._pos == size) and self._zw_block != size and not self._finalized
+        if (self._opened and (held or self._pos == size) and size not in (self._zw_block, self._zw_data)
+                and not self._finalized
                 and not self._ended and (self._decoder is None or not self._decoder.getstate()[0])):
             name = self._current
             self._quiet = self._quiet_table.get(None if name == self._implicit else name)
@@ -441,6 +443,7 @@ class ResponseParser:
             self._buf = self._buf[keep_from:] + text
             self._pos -= keep_from
             self._zw_block = self._zw_block - keep_from if self._zw_block >= keep_from else -1
+            self._zw_data = self._zw_data - keep_from if self._zw_data >= keep_from else -1
             self._tracked_to = max(0, self._tracked_to - keep_from)
             for scanner in self._scanners():
                 scanner.shift(keep_from)
@@ -497,7 +500,7 @@ class ResponseParser:
         best: tuple[int, CompiledField | None, Hit] | None = None
         best_key: tuple[int, int, int, str] | None = None
         for kind, field, scanner in self._watchlist():
-            hit = scanner.find(buf, pos, eos, version, self._zw_block if kind == _OPEN else -1)
+            hit = scanner.find(buf, pos, eos, version, self._zw_block if kind == _OPEN else self._zw_data)
             if hit is None:
                 continue
             if hit.pending:
@@ -589,8 +592,10 @@ class ResponseParser:
         if not self._template.fields[self._current].ext.guard:  # type: ignore[index]
             return False
         self._emit_to(events, hit.start)
-        if not tracker.in_data or hit.end == hit.start:
+        if not tracker.in_data:
             return False
+        if hit.end == hit.start:
+            self._zw_data = hit.start  # a lookahead close inside a string: not here (the scan moves on)
         self._emit_to(events, hit.end)
         return True
 
@@ -792,6 +797,7 @@ class ResponseParser:
         self._reset_to_implicit()
 
     def _reset_to_implicit(self) -> None:
+        self._zw_data = -1
         self._current = self._implicit
         self._captures = {}
         self._body = []

@@ -1,6 +1,6 @@
 """The real-output policies, checked on every corpus case of every built-in family that declares them:
-text after the end of the turn never joins the message, a cut-off call is never a call, and the OpenAI
-wire never shows a cut call as one whose arguments are valid JSON."""
+text after the end of the turn (or from a next turn's header on) never joins the message, a cut-off call is
+never a call, and the OpenAI wire never shows a cut call as one whose arguments are valid JSON."""
 
 from __future__ import annotations
 
@@ -57,21 +57,48 @@ def test_eos_and_padding_tokens_after_the_turn_are_dropped(family: str, path: Pa
         assert message == case["expected"], f"tail {tail!r}"
 
 
+def _split_final_tokens(case: dict[str, Any], policies: dict[str, Any]) -> tuple[str, list[str]]:
+    """A whole turn's output without its final run of end/EOS/padding tokens (and whitespace), and that run.
+    End-marker text earlier in the output, inside a value, is data and stays."""
+    tails = sorted({*policies.get("discard_after_end", []), *policies["end"]}, key=len, reverse=True)
+    core, run = case["output"].rstrip(), []
+    while (token := next((t for t in tails if core.endswith(t)), None)) is not None:
+        core, run = core[: -len(token)].rstrip(), [token, *run]
+    return core, run
+
+
 @pytest.mark.parametrize(("family", "path"), WHOLE, ids=_ids(WHOLE))
 def test_a_next_turn_after_the_end_is_trailing_text(family: str, path: Path) -> None:
     case = load_case(path)
     policies = _policies(family)
     ends = policies["end"]
-    # A whole turn ends with its end marker (end-marker text earlier, inside a value, is data): drop what
-    # may follow it (whitespace, padding), then write a next turn right after the end.
-    tails = sorted({*policies.get("discard_after_end", []), *ends}, key=len, reverse=True)
-    core, run = case["output"].rstrip(), []
-    while (token := next((t for t in tails if core.endswith(t)), None)) is not None:
-        core, run = core[: -len(token)].rstrip(), [token, *run]
+    # Drop what may follow the turn's end (whitespace, padding), then write a next turn right after the end.
+    core, run = _split_final_tokens(case, policies)
     end = next((t for t in run if t in ends), ends[0])  # the turn ends at the first end marker of the run
     text = core + "".join(run[: run.index(end) + 1] if end in run else [end]) + NEXT_TURN
     template = get_template(family)
     expected = {**case["expected"], "trailing": NEXT_TURN}
+    message, events = stream(template, case["prefix"], [text[i : i + 3] for i in range(0, len(text), 3)],
+                             **_options(case))
+    assert message == expected
+    assert chatparse.parse_response(text, template, prefix=case["prefix"], **_options(case)) == expected
+    check_event_stream(events, message, template)
+
+
+NEXT = [(family, path) for family, path in WHOLE if _policies(family).get("next_turn")]
+
+
+@pytest.mark.parametrize(("family", "path"), NEXT, ids=_ids(NEXT))
+def test_a_next_turn_header_without_the_end_marker_ends_the_turn(family: str, path: Path) -> None:
+    """A missed stop: the model writes no end-of-turn marker and goes on with a next turn's header. The turn
+    ends right before the header, which starts ``trailing``; the message is the whole turn's."""
+    case = load_case(path)
+    policies = _policies(family)
+    core, _ = _split_final_tokens(case, policies)
+    after = policies["next_turn"][0] + "user\nmore"
+    text = core + after
+    template = get_template(family)
+    expected = {**case["expected"], "trailing": after}
     message, events = stream(template, case["prefix"], [text[i : i + 3] for i in range(0, len(text), 3)],
                              **_options(case))
     assert message == expected
@@ -166,3 +193,4 @@ def test_the_wire_never_shows_a_cut_call_as_complete(family: str, path: Path) ->
 
 def test_every_family_with_policies_has_cases() -> None:
     assert {family for family, _ in REAL} >= {"qwen3"}
+    assert {family for family, _ in NEXT} >= {"qwen3", "gpt_oss"}

@@ -165,8 +165,9 @@ class BodyTracker:
         assert close is not None
         close_at = work.find(close, pos)
         if self._escapes:
-            slash_at = work.find("\\", pos)
-            while slash_at >= 0 and (close_at < 0 or slash_at < close_at):
+            # A backslash only matters before the close found: search no further (linear overall).
+            slash_at = work.find("\\", pos, close_at if close_at >= 0 else len(work))
+            while slash_at >= 0:
                 if slash_at + 1 >= len(work):
                     if not final:
                         self._carry = "\\"
@@ -174,7 +175,7 @@ class BodyTracker:
                 pos = slash_at + 2
                 if 0 <= close_at < pos:
                     close_at = work.find(close, pos)
-                slash_at = work.find("\\", pos)
+                slash_at = work.find("\\", pos, close_at if close_at >= 0 else len(work))
         if close_at < 0:
             if not final:
                 self._carry = _literal_prefix_suffix(work, pos, close)

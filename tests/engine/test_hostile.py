@@ -324,7 +324,7 @@ CORPUS: list[tuple[str, str, dict[str, Any], float]] = [
             p.feed(text[i:i + 16])
             held = max(held, p.held)
         p.finalize()
-        result = held <= 300
+        result = held <= p.limits.max_holdback + 64
      """, {"ok": True}, 15),
 ]
 
@@ -379,3 +379,34 @@ def test_only_chatparse_errors_escape(template: Any, parts: list[str], size: int
         parser.finalize()
     except ChatparseError:
         pass
+
+
+# --- 7. found by fuzzing: long runs, whitespace inside a forming delimiter -------------------------
+
+
+def test_one_shot_of_a_long_run_is_linear_where_the_regex_partial_search_is_not() -> None:
+    """``(?:<x>\\s*)?<y>``-shaped open patterns make the regex module's partial search quadratic over a
+    long run of '<'; the search only looks back as far as the hold-back cap."""
+    out = run_bounded("""
+        message = chatparse.parse_response("<" * 200_000, "deepseek_r1", prefix="")
+        result = len(message["content"]) + sum(len(m["raw"]) for m in message.get("malformed", []))
+    """, timeout=20)
+    assert out["ok"] == 200_000 and out["seconds"] < 2.0, out  # nothing lost (a cut opener is reported)
+
+
+def test_whitespace_inside_a_forming_header_does_not_lose_the_call() -> None:
+    text = '<|channel|>commentary to=functions.f' + " " * 300 + '<|constrain|>json<|message|>{"a": 1}<|call|>'
+    for size in (1, 16, len(text)):
+        parser = chatparse.ResponseParser("gpt_oss", prefix="")
+        for i in range(0, len(text), size):
+            parser.feed(text[i : i + size])
+        message, _ = parser.finalize()
+        assert message["tool_calls"] == [{"type": "function", "function": {"name": "f", "arguments": {"a": 1}}}]
+
+
+def test_a_json_body_without_backslashes_is_read_in_linear_time() -> None:
+    out = run_bounded("""
+        text = '{"name": "f", "parameters": ' * 40_000
+        result = chatparse.parse_response(text, "llama3_json", prefix="")["malformed"][0]["code"]
+    """, timeout=30)
+    assert out["ok"] == "truncated" and out["seconds"] < 5.0, out

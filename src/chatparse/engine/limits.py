@@ -32,7 +32,7 @@ class Limits:
     search_timeout: float = 0.05
     feed_budget: float = 0.1
     message_budget: float = 1.0
-    max_holdback: int = 256
+    max_holdback: int = 4096
     per_char: float = 1e-5
 
     def __post_init__(self) -> None:

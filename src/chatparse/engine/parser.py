@@ -469,17 +469,17 @@ class ResponseParser:
         for f in fields.values():
             for kind, delim in ((_OPEN, f.open), (_CLOSE, f.close)):
                 if delim is not None:
-                    scanners[(kind, f.name)] = DelimiterScanner(delim, self._budget)
+                    scanners[(kind, f.name)] = DelimiterScanner(delim, self._budget, self._hold_cap)
         always: list[_Watch] = []
         if template.end is not None:
-            always.append((_END, None, DelimiterScanner(template.end, self._budget)))
+            always.append((_END, None, DelimiterScanner(template.end, self._budget, self._hold_cap)))
         if template.next_turn is not None:
-            always.append((_NEXT, None, DelimiterScanner(template.next_turn, self._budget)))
+            always.append((_NEXT, None, DelimiterScanner(template.next_turn, self._budget, self._hold_cap)))
         idle: list[_Watch] = [(_OPEN, f, scanners[(_OPEN, f.name)]) for f in fields.values() if f.open is not None]
         if self._implicit is not None and fields[self._implicit].close is not None:
             idle.append((_CLOSE, fields[self._implicit], scanners[(_CLOSE, self._implicit)]))
         if template.drop is not None:
-            idle.append((_DROP, None, DelimiterScanner(template.drop, self._budget)))
+            idle.append((_DROP, None, DelimiterScanner(template.drop, self._budget, self._hold_cap)))
         watch: dict[str | None, list[_Watch]] = {None: idle + always}
         for f in fields.values():
             if f.open is not None:
@@ -618,14 +618,18 @@ class ResponseParser:
     def _cut_markers(self, events: list[Event]) -> None:
         """At the end of the text, for templates with chatparse's extensions: a delimiter cut in half by
         the token limit is not text. A cut tool-call opener (``<tool_ca``) is reported as a truncated
-        call; any other cut marker (``</thi``, ``<|im_e``) is dropped."""
+        call; any other cut marker (``</thi``, ``<|im_e``) is dropped. A lone first character is text."""
         buf, pos = self._buf, self._pos
         if pos >= len(buf) or not self._template.chatparse_only:
             return
         cut: tuple[int, int, CompiledField | None] | None = None
+        # In text (content, reasoning) one character ('<') says too little: text may end with it. In a
+        # structured region (a call's body) it is a marker cut off.
+        current = self._template.fields.get(self._current) if self._current is not None else None
+        least = 2 if current is None or current.parser.streamable else 1
         for kind, field, scanner in self._watchlist():
             hit = scanner.find(buf, pos, False, self._version, -1)
-            if hit is not None and hit.pending and hit.start >= pos and buf[hit.start :].strip():
+            if hit is not None and hit.pending and hit.start >= pos and len(buf[hit.start :].strip()) >= least:
                 if cut is None or hit.start < cut[0]:
                     cut = (hit.start, kind, field)
         if cut is None:

@@ -42,10 +42,15 @@ class DelimiterScanner:
 
     __slots__ = ("_after", "_anchor_len", "_anchored", "_budget", "_cache", "_cache_from", "_cache_key", "_first",
                  "_first_char", "_frontier", "_lit_at", "_lit_scan", "_literal", "_none_at", "_none_pos",
-                 "_none_zw", "_prefixes", "_stable", "_start_char", "_starts", "delim", "longest")
+                 "_none_zw", "_prefixes", "_stable", "_start_char", "_starts", "delim", "longest", "window")
 
-    def __init__(self, delim: Delimiter, budget: RegexBudget | None = None) -> None:
+    def __init__(self, delim: Delimiter, budget: RegexBudget | None = None, window: int = 1 << 62) -> None:
         self.delim = delim
+        # How far back from the end of the text a partial match may start and still matter: the parser's
+        # hold-back cap (a delimiter forming further back is given up anyway). It bounds the partial
+        # search, which the regex module runs in quadratic time for some patterns (an unbounded
+        # quantifier inside an optional leading group) over a long one-shot text.
+        self.window = window
         self._budget = budget if budget is not None else RegexBudget(DEFAULT_LIMITS)
         self.longest = delim.longest_literal
         self._prefixes = delim.prefixes
@@ -352,7 +357,7 @@ class DelimiterScanner:
         return Hit(run, size, _NO_GROUPS, True)
 
     def _window_partial(self, buf: str, start: int, zw_block: int) -> Hit | None:
-        m = self._search(buf, start, zw_block, partial=True)
+        m = self._search(buf, max(start, len(buf) - self.window), zw_block, partial=True)
         if m is None or m.start() == len(buf):
             return None
         return Hit(m.start(), m.end(), m.groupdict(), True)

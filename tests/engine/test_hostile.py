@@ -410,3 +410,28 @@ def test_a_json_body_without_backslashes_is_read_in_linear_time() -> None:
         result = chatparse.parse_response(text, "llama3_json", prefix="")["malformed"][0]["code"]
     """, timeout=30)
     assert out["ok"] == "truncated" and out["seconds"] < 5.0, out
+
+
+def test_a_content_parser_regex_runs_under_a_budget_and_warns_at_load() -> None:
+    template = {"start_anchor": "<s>", "fields": {"c": {"open": "<c>", "close": "</c>", "content": "xml-inline",
+                "content_args": {"tag_pattern": "<(?P<key>(a+)+)>(?P<value>b)"}}, "content": {}}}
+    with pytest.warns(chatparse.TemplateWarning, match="content_args.tag_pattern"):
+        chatparse.load_template(template)
+    out = run_bounded("""
+        tpl = {"start_anchor": "<s>", "fields": {"c": {"open": "<c>", "close": "</c>", "content": "xml-inline",
+               "content_args": {"tag_pattern": "<(?P<key>(a|a)+)>(?P<value>b)"}}, "content": {}}}
+        result = chatparse.parse_response("<c><" + "a" * 40 + ">x</c>", tpl, prefix="")
+    """, timeout=20)
+    assert (out["error"], out["code"], out["field"], out["key"]) == (
+        "RegexBudgetError", "regex_budget_exceeded", "c", "content_args"), out
+    assert out["seconds"] < 3.0, out
+
+
+def test_xml_inline_values_stay_linear_on_a_long_body() -> None:
+    out = run_bounded("""
+        tpl = {"start_anchor": "<s>", "fields": {"c": {"open": "<c>", "close": "</c>", "content": "xml-inline",
+               "content_args": {"tag_pattern": "<p=(?P<key>[^>]+)>(?P<value>.*?)</p>"}}, "content": {}}}
+        text = "<c>" + "<p=a>x</p>y" * 20_000 + "</c>"
+        result = chatparse.parse_response(text, tpl, prefix="")["c"]
+    """, timeout=20)
+    assert out["ok"] == {"a": "x"} and out["seconds"] < 3.0, out

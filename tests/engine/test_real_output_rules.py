@@ -168,3 +168,13 @@ def test_a_lookahead_close_inside_a_string_is_data_too() -> None:
         call("f", s="x <next> y")]
     assert parse('<call>{"name": "f"}<next>Done.', spec) == {"role": "assistant", "content": "<next>Done.",
                                                             "tool_calls": [call("f")]}
+
+
+def test_text_no_region_takes_is_kept_as_unparsed() -> None:
+    """A template without an implicit field (gpt-oss) keeps what falls outside its regions, never drops it."""
+    degraded = "analysisNeed the weather.assistantfinalIt is sunny."  # decoded with skip_special_tokens=True
+    assert chatparse.parse_response(degraded, "gpt_oss", prefix="") == {"role": "assistant", "unparsed": degraded}
+    text = "<|channel|>analysis<|message|>Plan.<|end|><|start|>assistant garbage <|channel|>final<|message|>Hi.<|return|>"
+    message, events = stream("gpt_oss", "", [text[i : i + 2] for i in range(0, len(text), 2)])
+    assert message == {"role": "assistant", "thinking": "Plan.", "content": "Hi.", "unparsed": "garbage"}
+    check_event_stream(events, message, "gpt_oss")

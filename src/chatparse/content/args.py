@@ -1,14 +1,64 @@
-"""Load-time checks of ``content_args`` shared by the extension parsers, and their regex cache."""
+"""Load-time checks of ``content_args`` shared by the extension parsers, their regex cache, and the time
+budget every regex a template gives a content parser runs under."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from time import perf_counter
 from typing import Any
 
 import regex
 
+from chatparse.errors import RegexBudgetError
+
 Args = Mapping[str, Any]
 _PATTERN_CACHE: dict[str, Any] = {}
+# When the regexes a template gave the running content parser must be done (perf_counter; 0: no limit).
+_DEADLINE: ContextVar[float] = ContextVar("chatparse_content_deadline", default=0.0)
+
+
+@contextmanager
+def regex_deadline(seconds: float) -> Iterator[None]:
+    """Run a content parser with ``seconds`` for the regexes its template gave it (``timed``)."""
+    token = _DEADLINE.set(perf_counter() + seconds)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def timed(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call a ``regex`` pattern method under what is left of the content parser's time budget; a
+    template's catastrophic pattern ends with ``RegexBudgetError`` instead of a hang."""
+    deadline = _DEADLINE.get()
+    if not deadline:
+        return method(*args, **kwargs)
+    try:
+        return method(*args, timeout=max(deadline - perf_counter(), 1e-4), **kwargs)
+    except TimeoutError:
+        raise budget_error() from None
+
+
+def timed_finditer(pattern: Any, text: str) -> Iterator[Any]:
+    """``pattern.finditer(text)`` under the content parser's time budget."""
+    deadline = _DEADLINE.get()
+    if not deadline:
+        yield from pattern.finditer(text)
+        return
+    try:
+        yield from pattern.finditer(text, timeout=max(deadline - perf_counter(), 1e-4))
+    except TimeoutError:
+        raise budget_error() from None
+
+
+def budget_error() -> RegexBudgetError:
+    return RegexBudgetError(
+        "A content parser's regex from content_args exceeded its time budget: the pattern backtracks "
+        "catastrophically on this region. Rewrite it without nested or overlapping quantifiers.",
+        key="content_args", budget="content",
+    )
 
 
 def compiled(pattern: str) -> Any:

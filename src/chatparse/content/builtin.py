@@ -10,6 +10,7 @@ from typing import Any
 
 import regex
 
+from chatparse.content.args import timed_finditer
 from chatparse.content.registry import register_content_parser
 from chatparse.errors import TemplateWarning
 
@@ -113,7 +114,7 @@ def parse_xml_inline(text: str, args: Args) -> dict[str, Any]:
     merge = args.get("merge_duplicates", False)
     out: dict[str, Any] = {}
     merged: set[str] = set()
-    for m in compiled.finditer(text):
+    for m in timed_finditer(compiled, text):
         groups = m.groupdict()
         key = groups.get("key")
         if key is None:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any, NoReturn
 
-from chatparse.content.args import check_allowed, check_regex, check_string_list, compiled, excerpt
+from chatparse.content.args import check_allowed, check_regex, check_string_list, compiled, excerpt, timed
 from chatparse.content.recovery import JSON, PYTHON, Good, bracketed_end, read_items, skip_space
 from chatparse.content.registry import BadItem, register_extensions
 
@@ -226,7 +226,7 @@ def parse_json_sequence(text: str, args: Args) -> list[Any]:
                 f"{text[position : position + 20]!r} ({exc.msg})"
             ) from None
         values.append(_rename_keys(value, aliases))
-        gap = separator.match(text, position)
+        gap = timed(separator.match, text, position)
         if gap is not None:
             position = gap.end()
     return values

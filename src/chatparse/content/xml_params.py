@@ -11,7 +11,15 @@ from typing import Any
 
 import regex
 
-from chatparse.content.args import check_allowed, check_choice, check_regex, compiled, excerpt
+from chatparse.content.args import (
+    check_allowed,
+    check_choice,
+    check_regex,
+    compiled,
+    excerpt,
+    timed,
+    timed_finditer,
+)
 from chatparse.content.builtin import check_value_parser, parse_value
 from chatparse.content.registry import register_extensions
 
@@ -33,7 +41,7 @@ def parse_xml_inline_typed(text: str, args: Args) -> dict[str, Any]:
     parsers: Mapping[str, Mapping[str, Any]] = args.get("value_parsers", {})
     default: Mapping[str, Any] | None = args.get("default_parser")
     out: dict[str, Any] = {}
-    for m in pattern.finditer(text):
+    for m in timed_finditer(pattern, text):
         groups = m.groupdict()
         kind = groups.get("kind")
         spec = parsers.get(kind, default) if kind is not None else default
@@ -105,7 +113,7 @@ def _first_structural_close(body: str, close: str, start: int, opener: Any, trai
         gap = after
         while gap < len(body) and body[gap].isspace():
             gap += 1
-        if gap == len(body) or opener.match(body, gap) or (trailer and body.startswith(trailer, gap)):
+        if gap == len(body) or timed(opener.match, body, gap) or (trailer and body.startswith(trailer, gap)):
             return at
         at = body.find(close, after)
     return first
@@ -145,7 +153,7 @@ def parse_xml_params(text: str, args: Args) -> dict[str, Any]:
     parsers: Mapping[str, Mapping[str, Any]] = args.get("value_parsers", {})
     default: Mapping[str, Any] | None = args.get("default_parser")
     out: dict[str, Any] = {}
-    m = opener.search(text)
+    m = timed(opener.search, text)
     if m is None:
         return _whole_body(text, args, trailer)
     if text[: m.start()].strip():
@@ -155,7 +163,7 @@ def parse_xml_params(text: str, args: Args) -> dict[str, Any]:
         close = _close_literal(close_template, groups)
         start = m.end()
         if next_param:
-            following = opener.search(text, start)
+            following = timed(opener.search, text, start)
             end = following.start() if following is not None else len(text)
             stretch = text[start:end]
             at = stretch.rfind(close)
@@ -173,7 +181,7 @@ def parse_xml_params(text: str, args: Args) -> dict[str, Any]:
                 raise ValueError(f"xml-params: the value of {groups['key'].strip()!r} has no {close!r}")
             raw = text[start:at]
             after = at + len(close)
-            m = opener.search(text, after)
+            m = timed(opener.search, text, after)
             between = text[after : m.start() if m is not None else len(text)]
             if not _blank(between, trailer if m is None else ""):
                 raise ValueError(f"xml-params: text between parameters: {excerpt(between)}")

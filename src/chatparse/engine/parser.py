@@ -14,8 +14,9 @@ from typing import Any, Literal
 
 import regex
 
+from chatparse.content.args import regex_deadline
 from chatparse.content.registry import BadItem
-from chatparse.engine.limits import DEFAULT_LIMITS, Limits, RegexBudget
+from chatparse.engine.limits import DEFAULT_LIMITS, GRACE, Limits, RegexBudget
 from chatparse.engine.scanner import DelimiterScanner, Hit
 from chatparse.engine.tool_typing import coerce_tool_calls
 from chatparse.errors import (
@@ -27,12 +28,14 @@ from chatparse.errors import (
     MissingFieldError,
     OutputError,
     PrefixRequiredError,
+    RegexBudgetError,
     TruncatedUtf8Error,
     UsageError,
     excerpt,
 )
 from chatparse.structure import BodyTracker
 from chatparse.template.compile import CompiledField, CompiledTemplate, load_template
+from chatparse.template.extensions import NO_TEMPLATE_EXT
 from chatparse.transform import apply_transform
 
 Event = dict[str, Any]
@@ -122,6 +125,9 @@ class ResponseParser:
         self._tracked_to = 0
         self._ended = False  # the end of the turn was found: the rest of the text is trailing
         self._trailing: list[str] = []
+        # Templates with chatparse's extensions never drop text silently: what no region takes (in a
+        # template without an implicit field) is kept as message["unparsed"].
+        self._unparsed: list[str] | None = [] if self._template.ext is not NO_TEMPLATE_EXT else None
         self._in_prefix = False
         self._finalized = False
         self._watch = self._build_watchlists()
@@ -414,6 +420,9 @@ class ResponseParser:
         trailing = self._trailing_text()
         if trailing:
             self._output["trailing"] = trailing
+        unparsed = "".join(self._unparsed or ()).strip()
+        if unparsed:
+            self._output["unparsed"] = unparsed
         defaults = self._template.defaults
         self._output = {k: v for k, v in self._output.items() if k in defaults or not _is_empty(v)}
         return self._output, events
@@ -657,8 +666,10 @@ class ResponseParser:
 
     def _accumulate(self, events: list[Event], text: str) -> None:
         name = self._current
-        if name is None:
-            return  # no region open and no implicit field: the text belongs nowhere
+        if name is None:  # no region open and no implicit field: the text belongs nowhere
+            if self._unparsed is not None and not self._in_prefix:
+                self._unparsed.append(text)
+            return
         field = self._template.fields[name]
         if not self._opened:
             events.append({"type": "region_open", "field": name})
@@ -686,6 +697,18 @@ class ResponseParser:
             return
         field = self._template.fields[name]
         body = "".join(self._body)
+        # The content parser's regexes from content_args run under a budget of their own.
+        limits = self._limits
+        try:
+            with regex_deadline(limits.feed_budget * GRACE + len(body) * limits.per_char):
+                self._close_region(events, name, field, body, cut, close_text)
+        except RegexBudgetError as exc:
+            if exc.field is None:
+                exc.field = name
+            raise
+
+    def _close_region(self, events: list[Event], name: str, field: CompiledField, body: str, cut: bool,
+                      close_text: str) -> None:
         if cut and field.ext.truncation and not self._complete(field, body):
             raw = self._open_text + body
             self._report(events, name, "truncated", raw, f"the text ends inside a '{name}' region ({excerpt(raw)})")

@@ -273,6 +273,9 @@ def _check_content_args(parser: ContentParserSpec, args: Any, *, field: str) -> 
     if not isinstance(args, Mapping):
         raise _fail(f"Field '{field}': content_args must be a dict, found {type(args).__name__}", "bad_type",
                     field=field, key="content_args")
+    for key in _REGEX_ARGS:  # regexes a content parser runs: the same load-time limits as delimiters
+        if isinstance(args.get(key), str):
+            check_pattern_limits(args[key], field=field, key=f"content_args.{key}", scope=f"Field '{field}'")
     if parser.validate_args is not None:
         try:
             parser.validate_args(args)
@@ -280,6 +283,10 @@ def _check_content_args(parser: ContentParserSpec, args: Any, *, field: str) -> 
             raise _fail(f"Field '{field}': {parser.name}: {exc}", "bad_content_args", field=field,
                         key="content_args") from None
     return MappingProxyType(copy.deepcopy(dict(args)))
+
+
+# content_args keys that hold a regex (xml-inline, xml-inline-typed, xml-params, json-sequence).
+_REGEX_ARGS = ("tag_pattern", "param_open", "separator")
 
 
 def _build_field(name: str, spec: Any) -> CompiledField:

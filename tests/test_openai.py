@@ -504,3 +504,25 @@ def test_content_streams_as_written_around_calls() -> None:
 def test_a_call_list_value_never_crashes_the_wire() -> None:
     message = {"role": "assistant", "tool_calls": {"type": "function", "function": [{"name": "f"}]}}
     assert to_chat_message(message, id_factory=ids)["tool_calls"][0]["function"] == {"name": "", "arguments": "{}"}
+
+
+def test_the_stream_flags_calls_the_final_message_does_not_hold() -> None:
+    """A template whose call field repeats without extending (each block replaces the last): the wire
+    sent a, b and c, the message holds only c — the self-check names the field instead of passing."""
+    template = {"start_anchor": "<s>", "fields": {
+        "tool_calls": {"open": "<calls>", "close": "</calls>", "content": "json",
+                       "transform_each": True, "transform": {"type": "function", "function": "{function}"}},
+        "content": {}}}
+    text = ('<calls>[{"function": {"name": "a", "arguments": {}}}, {"function": {"name": "b", "arguments": {}}}]'
+            '</calls>then<calls>[{"function": {"name": "c", "arguments": {}}}]</calls>')
+    stream = ChatCompletionStream(template, "", id_factory=ids)
+    stream.feed(text)
+    stream.finish()
+    assert stream.message is not None
+    assert [c["function"]["name"] for c in stream.message["tool_calls"]] == ["c"]
+    assert "tool_calls" in stream.mismatches
+    lfm2 = ChatCompletionStream("lfm2", "", id_factory=ids)
+    lfm2.feed("<|tool_call_start|>[a(x=1), b(y=2)]<|tool_call_end|>then<|tool_call_start|>[c(z=3)]<|tool_call_end|>")
+    lfm2.finish()
+    assert lfm2.mismatches == []
+    assert [c["function"]["name"] for c in lfm2.message["tool_calls"]] == ["a", "b", "c"]  # type: ignore[index]

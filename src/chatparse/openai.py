@@ -193,6 +193,7 @@ class ChatCompletionStream:
         self._call: _CallState | None = None
         self._calls_sent = 0  # tool-call indices handed out
         self._calls_made = 0  # calls that closed with a value
+        self._sent_calls: list[tuple[str, str]] = []  # (name, final arguments) of every call completed on the wire
         self._role_sent = False
         self._done = False
         self.message: dict[str, Any] | None = None
@@ -221,6 +222,12 @@ class ChatCompletionStream:
         for name, state in self._text.items():  # the final value after finalize's cleanup
             final = message.get(name)
             self._reconcile_text(name, state, final if isinstance(final, str) else "")
+        # Self-check: the calls completed on the wire are the message's calls, in order.
+        final_calls = [(str(fn.get("name", "")), arguments_json(fn.get("arguments")))
+                       for fn in (c.get("function") for c in _call_list(message.get(TOOLS_FIELD)))
+                       if isinstance(fn, Mapping)]
+        if self._sent_calls != final_calls and TOOLS_FIELD not in self.mismatches:
+            self.mismatches.append(TOOLS_FIELD)
         self._done = True
         self._ensure_role()
         self._pending_chunks.append(self._chunk({}, _finish(self._calls_made > 0, finish_reason)))
@@ -389,6 +396,7 @@ class ChatCompletionStream:
             call = _CallState()
             self._header(call, name)
         self._calls_made += 1
+        self._sent_calls.append((name, final))
         sent = "".join(call.emitted)
         if final.startswith(sent):
             self._args(call, final[len(sent):])

@@ -176,7 +176,8 @@ class ChatCompletionStream:
         completion_id: str | None = None,
         created: int | None = None,
     ) -> None:
-        tool_list = list(tools) if tools is not None else None
+        # A one-pass iterable is read once; anything else goes to the parser as is (it names bad input).
+        tool_list = list(tools) if isinstance(tools, Iterable) and not isinstance(tools, str | bytes) else tools
         self.parser = ResponseParser(template, prefix, tools=tool_list, on_malformed=on_malformed)
         self.buffer_calls = buffer_calls
         self.model = model

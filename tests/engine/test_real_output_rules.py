@@ -178,3 +178,14 @@ def test_text_no_region_takes_is_kept_as_unparsed() -> None:
     message, events = stream("gpt_oss", "", [text[i : i + 2] for i in range(0, len(text), 2)])
     assert message == {"role": "assistant", "thinking": "Plan.", "content": "Hi.", "unparsed": "garbage"}
     check_event_stream(events, message, "gpt_oss")
+
+
+@pytest.mark.parametrize("tools", [5, "get_weather", b"x"])
+def test_tools_that_are_not_a_list_are_a_named_usage_error(tools: Any) -> None:
+    from chatparse.openai import ChatCompletionStream
+
+    for make in (lambda: chatparse.ResponseParser("qwen3", "", tools=tools),
+                 lambda: ChatCompletionStream("qwen3", "", tools=tools)):
+        with pytest.raises(chatparse.UsageError) as info:
+            make()
+        assert info.value.code == "bad_tools"

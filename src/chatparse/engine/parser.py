@@ -102,6 +102,10 @@ class ResponseParser:
             raise UsageError(f"on_malformed must be one of {list(ON_MALFORMED)}, found {on_malformed!r}",
                              code="bad_option")
         self._on_malformed = on_malformed
+        if tools is not None and (isinstance(tools, str | bytes) or not isinstance(tools, Iterable)):
+            raise UsageError(f"tools must be a list of tool definitions (dicts, functions or pydantic models), "
+                             f"found {type(tools).__name__}", code="bad_tools")
+        tools = list(tools) if tools is not None else None
         self._tool_params = _tool_properties(tools) if tools else {}
         self._tool_required = _tool_required(tools) if tools else {}
         self._buf = ""

@@ -57,10 +57,13 @@ def apply_transform(transform: Any, scope: dict[str, Any], *, field: str) -> Any
 
 
 def _lookup(path: str, scope: dict[str, Any], field: str) -> Any:
+    # The messages start with transformers' own wording (code matching it keeps working), then the fix.
     root, *keys = path.split(".")
     if root not in scope:
         raise TransformError(
-            f"Field '{field}': transform placeholder '{{{path}}}' is not defined; available: {sorted(scope)}",
+            f"Field '{field}': transform placeholder '{{{path}}}' is not defined. Available: {sorted(scope)}. "
+            "Use one of those names, or capture it with a named group (?P<name>...) in the field's open or close "
+            "pattern.",
             code="undefined_placeholder",
             field=field,
             key="transform",
@@ -69,16 +72,16 @@ def _lookup(path: str, scope: dict[str, Any], field: str) -> Any:
     for key in keys:
         if not isinstance(value, dict):
             raise TransformError(
-                f"Field '{field}': transform placeholder '{{{path}}}' expected a dict at '{key}', "
-                f"found {type(value).__name__}",
+                f"Field '{field}': transform placeholder '{{{path}}}' cannot index into {type(value).__name__} "
+                f"at '{key}'. Only a dict has keys: end the path before '{key}'.",
                 code="placeholder_not_a_dict",
                 field=field,
                 key="transform",
             )
         if key not in value:
             raise TransformError(
-                f"Field '{field}': transform placeholder '{{{path}}}' expected key '{key}', "
-                f"found keys {sorted(map(str, value))}",
+                f"Field '{field}': transform placeholder '{{{path}}}' is missing key '{key}'. "
+                f"Available: {sorted(map(str, value))}",
                 code="placeholder_missing_key",
                 field=field,
                 key="transform",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -215,7 +216,7 @@ def compare(ours: Outcome, ref: Outcome) -> str | None:
             return f"exception class mismatch: ours={type(ours.error).__mro__} ref={type(ref.error)}"
         if ours.per_feed != ref.per_feed or ours.initial != ref.initial:
             return "events before the error differ"
-        return None
+        return message_difference(ours.error, ref.error)
     if ours.initial != ref.initial:
         return f"initial_events differ:\n ours={ours.initial}\n ref ={ref.initial}"
     if ours.per_feed != ref.per_feed:
@@ -225,3 +226,38 @@ def compare(ours: Outcome, ref: Outcome) -> str | None:
     if ours.final != ref.final:
         return f"final differs:\n ours={ours.final}\n ref ={ref.final}"
     return None
+
+
+# A quoted text longer than this in a reference message is model output that chatparse shows as an
+# excerpt (chatparse.errors.excerpt); everything else in the message must appear verbatim.
+QUOTE_LIMIT = 80
+_QUOTED = re.compile(r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*\"""")
+
+
+def message_text(error: BaseException) -> str:
+    """What an exception says (a plain KeyError's str() would add quotes around its message)."""
+    if isinstance(error, KeyError) and error.args:
+        return str(error.args[0])
+    return str(error)
+
+
+def message_difference(ours: BaseException, ref: BaseException) -> str | None:
+    """None when chatparse's message contains the reference's message text, in order, with any quoted
+    text over QUOTE_LIMIT characters (a whole region) free to be shortened; else what is missing."""
+    text, at = message_text(ours), 0
+    for piece in _message_pieces(message_text(ref)):
+        found = text.find(piece, at)
+        if found < 0:
+            return f"message lacks the reference's {piece!r}:\n ours={text[:300]!r}\n ref ={message_text(ref)[:300]!r}"
+        at = found + len(piece)
+    return None
+
+
+def _message_pieces(message: str) -> list[str]:
+    pieces, last = [], 0
+    for quoted in _QUOTED.finditer(message):
+        if len(quoted.group()) - 2 > QUOTE_LIMIT:
+            pieces.append(message[last : quoted.start()])
+            last = quoted.end()
+    pieces.append(message[last:])
+    return [piece for piece in pieces if piece]

@@ -21,7 +21,7 @@ import regex
 from chatparse.content.registry import ContentParserSpec, get_content_parser, known_content_parsers
 from chatparse.errors import TemplateError, TemplateWarning
 from chatparse.template.regex_info import PatternInfo, analyze, literal_strings, quantifier_facts
-from chatparse.transform import check_transform
+from chatparse.transform import check_placeholders, check_transform
 
 TOP_LEVEL_KEYS = ("version", "defaults", "fields", "start_anchor", "start_anchor_pattern")
 FIELD_KEYS = (
@@ -300,6 +300,8 @@ def _build_field(name: str, spec: Any) -> CompiledField:
                     field=name, key="transform_each")
     if transform is not None:
         check_transform(transform, field=name)
+        if not transform_each:
+            _check_placeholders(name, transform, parser, open_delim, close_delim)
     else:
         _check_no_orphan_captures(name, open_delim, close_delim)
     return CompiledField(
@@ -314,6 +316,29 @@ def _build_field(name: str, spec: Any) -> CompiledField:
         transform=copy.deepcopy(transform),
         transform_each=transform_each,
     )
+
+
+def _check_placeholders(name: str, transform: Any, parser: ContentParserSpec, *delims: Delimiter | None) -> None:
+    groups = {g for d in delims if d is not None for g in d.pattern.groupindex}
+    # A streamable parser's value is the region's text or a scalar read from it: never a dict.
+    check_placeholders(transform, field=name, groups=groups, scalar_parser=parser.name if parser.streamable else None)
+
+
+def _check_defaults(defaults: Mapping[str, Any], fields: Mapping[str, CompiledField]) -> None:
+    """A repeated field's default is what its matches are added to: a list, or with 'join' a string (or null)."""
+    for name, f in fields.items():
+        if not f.repeats or name not in defaults:
+            continue
+        value = defaults[name]
+        if f.join is None and not isinstance(value, list):
+            expected, how, fix = "a list", "each match is appended to it", "[]"
+        elif f.join is not None and value is not None and not isinstance(value, str):
+            expected, how, fix = "a string or null", "each match is joined onto it", '""'
+        else:
+            continue
+        raise _fail(f"response_template.defaults['{name}'] must be {expected}, found {type(value).__name__} "
+                    f"{value!r}: field '{name}' repeats, so {how}. Use {fix} or drop the default.",
+                    "bad_default", field=name, key="defaults")
 
 
 def _check_no_orphan_captures(name: str, *delims: Delimiter | None) -> None:
@@ -339,6 +364,7 @@ def compile_template(spec: Any) -> CompiledTemplate:
             f"sink). Found: {', '.join(implicit)}. Give the others an open delimiter.",
             "multiple_implicit", field=implicit[1],
         )
+    _check_defaults(spec.get("defaults", {}), fields)
     anchor = _compile_delimiter(spec, "start_anchor", "start_anchor_pattern", field=None, scope="response_template")
     if anchor is None:
         raise _fail("response_template must define 'start_anchor' or 'start_anchor_pattern'. It is the "

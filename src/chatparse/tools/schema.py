@@ -387,7 +387,7 @@ def tool_parameter_properties(tools: Iterable[Any] | None) -> dict[str, dict[str
     a dict without a usable name is skipped, and missing properties map to ``{}``.
     """
     out: dict[str, dict[str, Any]] = {}
-    for obj in tools or []:
+    for index, obj in enumerate(tools or []):
         if isinstance(obj, Mapping):
             spec = obj.get("function", obj)
             name = spec.get("name") if isinstance(spec, Mapping) else None
@@ -397,9 +397,21 @@ def tool_parameter_properties(tools: Iterable[Any] | None) -> dict[str, dict[str
             properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
             out[name] = dict(properties) if isinstance(properties, Mapping) else {}
         else:
-            tool = as_tool(obj)
+            tool = _listed_tool(obj, index)
             out[tool.name] = tool.properties
     return out
+
+
+def _listed_tool(obj: Any, index: int) -> Tool:
+    """``as_tool`` for entry ``index`` of a tools list: an error says which entry."""
+    try:
+        return as_tool(obj)
+    except ToolDefinitionError as exc:
+        # transformers skips an entry that is neither a dict nor a function; skipping it here would leave
+        # that tool's arguments untyped without a word, so it is an error (docs/compatibility.md).
+        fix = " Remove the entry or pass a tool dict." if exc.code == "unsupported_tool" else ""
+        raise ToolDefinitionError(f"tools[{index}]: {exc.message}{fix}", code=exc.code, field=exc.field,
+                                  key=exc.key, path=f"tools[{index}]", **exc.details) from None
 
 
 __all__ = [

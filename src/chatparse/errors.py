@@ -6,6 +6,8 @@ Every error carries a stable machine-readable ``code`` and a location (``field``
 
 from __future__ import annotations
 
+import ast
+import re
 from typing import Any
 
 EXCERPT_LIMIT = 80
@@ -17,6 +19,34 @@ def excerpt(text: str, limit: int = EXCERPT_LIMIT) -> str:
         return repr(text)
     half = limit // 2
     return f"{text[:half]!r}…{text[-half:]!r} ({len(text)} chars)"
+
+
+REASON_LIMIT = 1000
+# Quoted text (a repr) in an exception message, read left to right; one over EXCERPT_LIMIT characters is
+# model text and is shown as an excerpt.
+_QUOTED = re.compile(r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*\"""")
+
+
+def region_failure(field: str, parser: str, problem: BaseException, body: str) -> str:
+    """The message for a region its content parser rejected: field and parser, then the parser's own words
+    (transformers' wording, for the parsers both libraries have) with long quoted text as excerpts, then
+    the region as a short excerpt unless those words already show it."""
+    reason = str(problem.args[0]) if isinstance(problem, KeyError) and problem.args else str(problem)
+    reason = _QUOTED.sub(_excerpt_quote, reason)
+    if len(reason) > REASON_LIMIT:
+        reason = reason[:REASON_LIMIT] + "…"
+    shown = excerpt(body)
+    return f"Field '{field}' ({parser} parser): {reason}" + ("" if shown in reason else f" (region {shown})")
+
+
+def _excerpt_quote(quoted: re.Match[str]) -> str:
+    if len(quoted.group()) - 2 <= EXCERPT_LIMIT:
+        return quoted.group()
+    try:
+        value = ast.literal_eval(quoted.group())
+    except (ValueError, SyntaxError):
+        return quoted.group()
+    return excerpt(value) if isinstance(value, str) else quoted.group()
 
 
 class ChatparseError(Exception):
@@ -129,6 +159,7 @@ __all__ = [
     "TransformError",
     "UsageError",
     "excerpt",
+    "region_failure",
 ]
 
 

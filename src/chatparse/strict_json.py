@@ -17,6 +17,8 @@ _UTF8_BOM: Final = b"\xef\xbb\xbf"
 _WHITESPACE: Final = " \t\n\r"
 _WS_RE: Final = re.compile(r"[ \t\n\r]*")
 _NUMBER_RE: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(?P<frac>\.[0-9]+)?(?P<exp>[eE][+-]?[0-9]+)?")
+# A proper prefix of a number ("-", "1.", "1e", "1.5e+"): at the end of the input, the number was cut.
+_NUMBER_PREFIX_RE: Final = re.compile(r"-?(?:(?:0|[1-9][0-9]*)(?:\.[0-9]*|(?:\.[0-9]+)?[eE][+-]?[0-9]*)?)?")
 _PLAIN_RE: Final = re.compile(r'[^"\\\x00-\x1f\ud800-\udfff]*')
 _HEX4_RE: Final = re.compile(r"[0-9a-fA-F]{4}")
 JSON_ESCAPES: Final = {
@@ -73,6 +75,12 @@ def _decode(raw: str | bytes, max_bytes: int | None) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         offset = len(raw[: exc.start].decode("utf-8"))
+        if exc.end == len(raw) and exc.reason == "unexpected end of data":
+            raise StrictJSONError(
+                f"expected a complete UTF-8 character, found the input ending inside one at char offset {offset}.",
+                code="unexpected_end",
+                offset=offset,
+            ) from None
         raise StrictJSONError(
             f"expected UTF-8 bytes, found an invalid byte sequence at char offset {offset}.",
             code="invalid_utf8",
@@ -248,6 +256,8 @@ class _Parser:
         match = _NUMBER_RE.match(self.text, pos)
         end = match.end() if match else pos
         if match is None or (end < len(self.text) and self.text[end] in _NUMBER_TAIL):
+            if _NUMBER_PREFIX_RE.fullmatch(self.text, pos):
+                raise self._error("expected a complete number", len(self.text), code="unexpected_end")
             raise self._error(
                 "expected a number like -12, 0.5 or 1e3 (no leading zeros, '+', or bare '.')",
                 end if match else pos,

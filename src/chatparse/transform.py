@@ -3,11 +3,12 @@ replaced by the parsed body (``content``) and named regex captures, type preserv
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import regex
 
-from chatparse.errors import TemplateError, TransformError
+from chatparse.errors import TemplateError, TemplateWarning, TransformError
 
 PLACEHOLDER = regex.compile(r"\{(\w+(?:\.\w+)*)\}")
 
@@ -31,15 +32,44 @@ def check_transform(transform: Any, *, field: str) -> None:
         )
 
 
-def placeholders(transform: Any) -> set[str]:
-    """The root names of every placeholder in ``transform``."""
+def placeholder_paths(transform: Any) -> set[str]:
+    """The path of every whole-string placeholder in ``transform`` (``"content.args"`` for ``"{content.args}"``)."""
     if isinstance(transform, dict):
-        return set().union(*(placeholders(v) for v in transform.values())) if transform else set()
+        return set().union(*(placeholder_paths(v) for v in transform.values())) if transform else set()
     if isinstance(transform, list):
-        return set().union(*(placeholders(v) for v in transform)) if transform else set()
+        return set().union(*(placeholder_paths(v) for v in transform)) if transform else set()
     if isinstance(transform, str) and (m := PLACEHOLDER.fullmatch(transform)):
-        return {m.group(1).split(".")[0]}
+        return {m.group(1)}
     return set()
+
+
+def check_placeholders(transform: Any, *, field: str, groups: set[str], scalar_parser: str | None) -> None:
+    """At load, for a transform applied to each region's value (not ``transform_each``, whose names come
+    from the output): a placeholder no output can resolve is a ``TemplateError``. Its scope is the named
+    groups of the field's patterns (always strings) and ``content``; ``scalar_parser`` names a parser whose
+    value is never a dict (a path into it only warns: that rests on the parser's contract)."""
+    for path in sorted(placeholder_paths(transform)):
+        root, *keys = path.split(".")
+        if root != "content" and root not in groups:
+            raise TemplateError(
+                f"Field '{field}': transform placeholder '{{{path}}}' is not defined by any output: no named group "
+                f"of the field's open or close pattern is called '{root}'. Available: {sorted({'content', *groups})}. "
+                f"Capture it with (?P<{root}>...) in the open or close pattern, or use one of those.",
+                code="undefined_placeholder", field=field, key="transform",
+            )
+        if keys and root != "content":
+            raise TemplateError(
+                f"Field '{field}': transform placeholder '{{{path}}}' cannot index into str at '{keys[0]}': "
+                f"'{root}' is a named group, and a capture is always a string. End the path at '{{{root}}}'.",
+                code="placeholder_not_a_dict", field=field, key="transform",
+            )
+        if keys and scalar_parser is not None:
+            warnings.warn(
+                f"Field '{field}': transform placeholder '{{{path}}}' cannot index into the {scalar_parser} "
+                f"parser's value at '{keys[0]}' (it is never a dict), so every region of this field will fail "
+                "(code placeholder_not_a_dict). Use '{content}' or a parser that yields a dict.",
+                TemplateWarning, stacklevel=2,
+            )
 
 
 def apply_transform(transform: Any, scope: dict[str, Any], *, field: str) -> Any:
@@ -57,10 +87,13 @@ def apply_transform(transform: Any, scope: dict[str, Any], *, field: str) -> Any
 
 
 def _lookup(path: str, scope: dict[str, Any], field: str) -> Any:
+    # The messages start with transformers' own wording (code matching it keeps working), then the fix.
     root, *keys = path.split(".")
     if root not in scope:
         raise TransformError(
-            f"Field '{field}': transform placeholder '{{{path}}}' is not defined; available: {sorted(scope)}",
+            f"Field '{field}': transform placeholder '{{{path}}}' is not defined. Available: {sorted(scope)}. "
+            "Use one of those names, or capture it with a named group (?P<name>...) in the field's open or close "
+            "pattern.",
             code="undefined_placeholder",
             field=field,
             key="transform",
@@ -69,16 +102,16 @@ def _lookup(path: str, scope: dict[str, Any], field: str) -> Any:
     for key in keys:
         if not isinstance(value, dict):
             raise TransformError(
-                f"Field '{field}': transform placeholder '{{{path}}}' expected a dict at '{key}', "
-                f"found {type(value).__name__}",
+                f"Field '{field}': transform placeholder '{{{path}}}' cannot index into {type(value).__name__} "
+                f"at '{key}'. Only a dict has keys: end the path before '{key}'.",
                 code="placeholder_not_a_dict",
                 field=field,
                 key="transform",
             )
         if key not in value:
             raise TransformError(
-                f"Field '{field}': transform placeholder '{{{path}}}' expected key '{key}', "
-                f"found keys {sorted(map(str, value))}",
+                f"Field '{field}': transform placeholder '{{{path}}}' is missing key '{key}'. "
+                f"Available: {sorted(map(str, value))}",
                 code="placeholder_missing_key",
                 field=field,
                 key="transform",

@@ -68,9 +68,8 @@ def test_too_large_is_measured_on_utf8_bytes(evidence: dict[str, str]) -> None:
         dump() + " " + dump(),
         "[" + dump() + "]",
         '"' + "answered" + '"',
-        "",
-        "   \n",
         "answered",
+        dump() + "\n```",
     ],
     ids=[
         "fence-json",
@@ -80,9 +79,8 @@ def test_too_large_is_measured_on_utf8_bytes(evidence: dict[str, str]) -> None:
         "two-objects",
         "array",
         "string",
-        "empty",
-        "blank",
         "word",
+        "fence-after",
     ],
 )
 def test_not_bare_json_is_rejected_not_salvaged(raw: str, evidence: dict[str, str]) -> None:
@@ -90,6 +88,55 @@ def test_not_bare_json_is_rejected_not_salvaged(raw: str, evidence: dict[str, st
     assert result.codes == ("not_bare_json",)
     assert result.stage == "bare_json"
     assert result.answer is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "found"),
+    [
+        ("Here is the answer:\n" + dump(), "text before the object"),
+        ('{"status": "}"} ok', "text after the object at offset 15"),
+        ('{"a": {"b": [1]}}\n```', "text after the object at offset 17"),
+    ],
+)
+def test_not_bare_json_says_which_side_and_where(raw: str, found: str, evidence: dict[str, str]) -> None:
+    assert check_answer(raw, evidence).errors[0].message == (
+        f"expected one bare JSON object and nothing else, found {found}. Code fences and prose are rejected, "
+        "never trimmed."
+    )
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"status": "answered", "answer": "분기당',
+        '{"status": "answered", "answer": "x", "citations": [{"source_id": "edu#2", "quote": "교',
+        '{"status": "answered", "answer": {"nested": [1]}, "citations": [',
+        '{"status": "answered", "answer": 1.',
+        "{",
+    ],
+    ids=["in-a-string", "in-a-citation", "after-a-closed-brace", "in-a-number", "just-the-brace"],
+)
+def test_an_object_cut_off_is_invalid_json_not_text_around_it(raw: str, evidence: dict[str, str]) -> None:
+    result = check_answer(raw, evidence)
+    assert (result.stage, result.codes) == ("json", ("invalid_json",))
+    assert result.errors[0].message.startswith(
+        f"expected a complete JSON object, found the object ending early at offset {len(raw)}: the output "
+        "stops inside it (often the output token limit)."
+    )
+
+
+def test_bytes_cut_inside_a_character_are_a_cut_object(evidence: dict[str, str]) -> None:
+    raw = '{"status": "answered", "answer": "분기'.encode()[:-1]
+    result = check_answer(raw, evidence)
+    assert result.codes == ("invalid_json",)
+    assert "ending early at offset 35" in result.errors[0].message
+
+
+@pytest.mark.parametrize("raw", ["", "   \n"], ids=["empty", "blank"])
+def test_an_empty_output_is_invalid_json(raw: str, evidence: dict[str, str]) -> None:
+    result = check_answer(raw, evidence)
+    assert (result.stage, result.codes) == ("json", ("invalid_json",))
+    assert result.errors[0].message == "expected one JSON object, found an empty output (nothing but whitespace)"
 
 
 def test_json_whitespace_around_the_object_is_fine(evidence: dict[str, str]) -> None:
@@ -292,6 +339,7 @@ def test_no_unicode_normalization_nfd_hangul_fails(evidence: dict[str, str]) -> 
     [
         ("```" + "x" * 70_000, "size", "too_large"),
         ("```json\n" + '{"status": "a", "status": "b"}' + "\n```", "bare_json", "not_bare_json"),
+        ('{"status": "a", "status": "b"} and prose', "bare_json", "not_bare_json"),
         ('{"status": "answered", "status": "answered", "answer": 1}', "json", "duplicate_key"),
         (dump(answer=1, citations=[]), "schema", "schema_violation"),
         (dump(answer="가" * 5000, citations=[]), "status_rules", "inconsistent_answered"),

@@ -60,7 +60,7 @@ def test_cut_off_stream_never_becomes_final(evidence: dict[str, str]) -> None:
     stream = AnswerStream(evidence)
     view = stream.feed('{"status": "answered", "answer": "분기당 30만')
     assert view.status == "answered"
-    assert stream.finish().codes == ("not_bare_json",)
+    assert stream.finish().codes == ("invalid_json",)
 
 
 def test_view_is_not_an_answer_type(evidence: dict[str, str]) -> None:

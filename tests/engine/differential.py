@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,6 +125,60 @@ def random_template(rng: random.Random) -> dict[str, Any]:
     return template
 
 
+# A second generator: delimiters from a tiny alphabet that overlap heavily (a literal that is both one
+# field's open and another's, a literal list whose members nest, growable patterns such as `<x>\d+`, a
+# close that is also an open) over short outputs of the same alphabet, split at every position.
+OVERLAP_LITERALS = ["<x>", "<x>1", "<x>12", "</x>", "x", "xx", "<y>", "</y>", "1", "<", "x>", "<x><y>"]
+OVERLAP_PATTERNS = [r"<x>\d+", r"<x>\d*", r"x+", r"\d+", r"</x>\s*", r"<y>|<y>1", r"<(?P<t>[xy])>", r"1+x",
+                    r"<x>(?=1)", r"x(?!1)", r"(?<=1)<x>", r"<x>\d+</x>"]
+OVERLAP_TEXT = ["<", "x", ">", "1", "2", "/", "a", " ", "y", "<x>", "</x>", "<y>", "11", "<x>1"]
+
+
+def _overlap_delimiter(rng: random.Random) -> tuple[str, Any]:
+    roll = rng.random()
+    if roll < 0.45:
+        return "literal", rng.choice(OVERLAP_LITERALS)
+    if roll < 0.6:
+        return "literal", rng.sample(OVERLAP_LITERALS, 2)
+    return "pattern", rng.choice(OVERLAP_PATTERNS)
+
+
+def overlap_template(rng: random.Random) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    opens: list[tuple[str, Any]] = []
+    for name in ["a", "b", "c"][: rng.randint(1, 3)]:
+        kind, value = _overlap_delimiter(rng)
+        spec: dict[str, Any] = {"open" if kind == "literal" else "open_pattern": value}
+        opens.append((kind, value))
+        if rng.random() < 0.85:
+            kind, value = rng.choice(opens) if rng.random() < 0.3 else _overlap_delimiter(rng)
+            spec["close" if kind == "literal" else "close_pattern"] = value
+        spec["content"] = rng.choice(["text", "text", "int", "json"])
+        if rng.random() < 0.3:
+            spec["repeats"] = True
+        if any("(?P<t>" in spec.get(key, "") for key in ("open_pattern", "close_pattern")):
+            spec["transform"] = {"v": "{content}", "t": "{t}"}
+        fields[name] = spec
+    if rng.random() < 0.7:
+        implicit: dict[str, Any] = {"content": "text"}
+        if rng.random() < 0.6:
+            kind, value = _overlap_delimiter(rng) if rng.random() < 0.5 else rng.choice(opens)
+            if kind == "pattern" and "(?P<" in value:
+                kind, value = "literal", "</x>"
+            implicit["close" if kind == "literal" else "close_pattern"] = value
+        fields["content"] = implicit
+    return {"start_anchor": "<|a|>", "fields": fields}
+
+
+def overlap_case(rng: random.Random) -> tuple[dict[str, Any], str, list[list[str]]]:
+    """A template, a prefix and the chunkings of one short output: the usual four and every two-way split."""
+    template = overlap_template(rng)
+    output = "".join(rng.choice(OVERLAP_TEXT) for _ in range(rng.randint(1, 25)))
+    prefix = rng.choice(["", "<|a|>", "<|a|><x>", "<|a|>x"])
+    splits = [[output[:i], output[i:]] for i in range(1, len(output))]
+    return template, prefix, chunkings(rng, output) + splits
+
+
 def _delims_of(template: dict[str, Any]) -> list[str]:
     out: list[str] = []
     for spec in template["fields"].values():
@@ -215,7 +270,7 @@ def compare(ours: Outcome, ref: Outcome) -> str | None:
             return f"exception class mismatch: ours={type(ours.error).__mro__} ref={type(ref.error)}"
         if ours.per_feed != ref.per_feed or ours.initial != ref.initial:
             return "events before the error differ"
-        return None
+        return message_difference(ours.error, ref.error)
     if ours.initial != ref.initial:
         return f"initial_events differ:\n ours={ours.initial}\n ref ={ref.initial}"
     if ours.per_feed != ref.per_feed:
@@ -225,3 +280,38 @@ def compare(ours: Outcome, ref: Outcome) -> str | None:
     if ours.final != ref.final:
         return f"final differs:\n ours={ours.final}\n ref ={ref.final}"
     return None
+
+
+# A quoted text longer than this in a reference message is model output that chatparse shows as an
+# excerpt (chatparse.errors.excerpt); everything else in the message must appear verbatim.
+QUOTE_LIMIT = 80
+_QUOTED = re.compile(r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*\"""")
+
+
+def message_text(error: BaseException) -> str:
+    """What an exception says (a plain KeyError's str() would add quotes around its message)."""
+    if isinstance(error, KeyError) and error.args:
+        return str(error.args[0])
+    return str(error)
+
+
+def message_difference(ours: BaseException, ref: BaseException) -> str | None:
+    """None when chatparse's message contains the reference's message text, in order, with any quoted
+    text over QUOTE_LIMIT characters (a whole region) free to be shortened; else what is missing."""
+    text, at = message_text(ours), 0
+    for piece in _message_pieces(message_text(ref)):
+        found = text.find(piece, at)
+        if found < 0:
+            return f"message lacks the reference's {piece!r}:\n ours={text[:300]!r}\n ref ={message_text(ref)[:300]!r}"
+        at = found + len(piece)
+    return None
+
+
+def _message_pieces(message: str) -> list[str]:
+    pieces, last = [], 0
+    for quoted in _QUOTED.finditer(message):
+        if len(quoted.group()) - 2 > QUOTE_LIMIT:
+            pieces.append(message[last : quoted.start()])
+            last = quoted.end()
+    pieces.append(message[last:])
+    return [piece for piece in pieces if piece]

@@ -9,8 +9,10 @@ from typing import Any, Literal, Optional, Union
 
 import pytest
 from pydantic import BaseModel
+from transformers.utils.chat_parsing import parse_response as reference_parse_response
 from transformers.utils.chat_template_utils import get_json_schema
 
+import chatparse
 from chatparse.tools import (
     Tool,
     ToolArgumentError,
@@ -300,3 +302,31 @@ def test_tool_parameter_properties_accepts_what_parse_response_accepts() -> None
     assert props["w"] == {"p": {"type": "string"}}
     assert props["bare"] == {}
     assert tool_parameter_properties(None) == {}
+
+
+@pytest.mark.parametrize("entry", [42, "get_weather", None], ids=["int", "str", "none"])
+def test_tool_parameter_properties_rejects_an_entry_that_is_no_tool(entry: Any) -> None:
+    """A deliberate difference (docs/compatibility.md): transformers skips such an entry, leaving that
+    tool's arguments untyped without a word."""
+    with pytest.raises(ToolDefinitionError) as caught:
+        tool_parameter_properties([{"name": "f"}, entry])
+    error = caught.value
+    assert (error.code, error.path) == ("unsupported_tool", "tools[1]")
+    assert str(error) == (
+        f"tools[1]: Expected a tool dict, a function or a pydantic model; found {type(entry).__name__}. Remove the "
+        "entry or pass a tool dict."
+    )
+
+
+def test_parse_response_rejects_a_non_tool_entry_where_the_reference_ignores_it() -> None:
+    template = {"start_anchor": "<|a|>", "fields": {"x": {"open": "<x>", "close": "</x>"}}}
+    tools = [42, {"name": "f", "parameters": {"properties": {"n": {"type": "integer"}}}}]
+    assert reference_parse_response("<x>1</x>", template, prefix="", tools=tools) == {"x": "1"}
+    with pytest.raises(ToolDefinitionError, match=r"^tools\[0\]: "):
+        chatparse.parse_response("<x>1</x>", template, prefix="", tools=tools)
+
+
+def test_a_function_tool_error_in_a_list_names_the_entry() -> None:
+    with pytest.raises(ToolDefinitionError) as caught:
+        tool_parameter_properties([basic, _no_doc])
+    assert (caught.value.code, caught.value.path) == ("missing_docstring", "tools[1]")

@@ -117,26 +117,62 @@ def _check_size(raw: str | bytes) -> None:
 
 
 def _check_bare(raw: str | bytes) -> None:
+    """Reject anything but whitespace before the object's ``{`` or after the ``}`` that closes it.
+    An object that never closes is cut off: the JSON stage reports it (``invalid_json``)."""
     text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-    body = text.strip(_JSON_WHITESPACE)
-    if body.startswith("{") and body.endswith("}"):
-        return
-    found = _describe_wrapper(body)
-    message = (
+    start = len(text) - len(text.lstrip(_JSON_WHITESPACE))
+    if start == len(text):
+        message = "expected one JSON object, found an empty output (nothing but whitespace)"
+        raise _Failed("json", [AnswerError("invalid_json", message)])
+    if text[start] != "{":
+        raise _Failed("bare_json", [_not_bare(_describe_wrapper(text[start:]))])
+    end = _object_end(text, start)
+    if end >= 0 and text[end:].strip(_JSON_WHITESPACE):
+        raise _Failed("bare_json", [_not_bare(f"text after the object at offset {end}")])
+
+
+def _not_bare(found: str) -> AnswerError:
+    return AnswerError(
+        "not_bare_json",
         f"expected one bare JSON object and nothing else, found {found}. "
-        "Code fences and prose are rejected, never trimmed."
+        "Code fences and prose are rejected, never trimmed.",
     )
-    raise _Failed("bare_json", [AnswerError("not_bare_json", message)])
+
+
+_STRING: Final = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKETS: Final = re.compile(r'[{}\[\]"]')
+_CLOSER: Final = {"{": "}", "[": "]"}
+
+
+def _object_end(text: str, start: int) -> int:
+    """Where the object opening at ``start`` closes (brackets matched outside strings), or -1 when it
+    never does: cut off, or broken (the JSON stage names the fault)."""
+    open_brackets: list[str] = []
+    match = _BRACKETS.search(text, start)
+    while match is not None:
+        char, at = match.group(), match.start()
+        if char == '"':
+            string = _STRING.match(text, at)
+            if string is None:
+                return -1
+            match = _BRACKETS.search(text, string.end())
+            continue
+        if char in _CLOSER:
+            open_brackets.append(_CLOSER[char])
+        elif not open_brackets or open_brackets.pop() != char:
+            return -1
+        elif not open_brackets:
+            return at + 1
+        match = _BRACKETS.search(text, at + 1)
+    return -1
 
 
 def _describe_wrapper(body: str) -> str:
-    if not body:
-        return "an empty output"
-    if body.startswith("```") or body.endswith("```"):
+    if body.startswith("```"):
         return "a Markdown code fence"
     if body.startswith(("[", '"')):
         return "a JSON value that is not an object"
-    return "text before or after the object"
+    return "text before the object" if "{" in body else "text and no JSON object"
 
 
 def _parse(raw: str | bytes) -> Any:
@@ -144,19 +180,24 @@ def _parse(raw: str | bytes) -> Any:
         return loads(raw, max_bytes=MAX_RAW_BYTES)
     except StrictJSONError as exc:
         stage = "bare_json" if exc.code == "trailing_text" else "json"
-        raise _Failed(stage, [_json_error(exc)]) from None
+        raise _Failed(stage, [_json_error(exc, raw)]) from None
 
 
-def _json_error(exc: StrictJSONError) -> AnswerError:
+def _json_error(exc: StrictJSONError, raw: str | bytes) -> AnswerError:
     if exc.code == "duplicate_key":
         shown = _shown_key(exc.key or "")
         return AnswerError(
             "duplicate_key", f"expected each key once, found {shown} twice at offset {exc.offset}"
         )
     if exc.code == "trailing_text":
+        return _not_bare(f"text after the object at offset {exc.offset}")
+    if exc.code == "unexpected_end":
+        # One object cut off (the output token limit, most often): not text around an object.
+        end = len(raw.decode("utf-8", "ignore") if isinstance(raw, bytes) else raw)
         return AnswerError(
-            "not_bare_json",
-            f"expected one bare JSON object and nothing else, found more text at offset {exc.offset}",
+            "invalid_json",
+            f"expected a complete JSON object, found the object ending early at offset {end}: the output stops "
+            f"inside it (often the output token limit). {exc.message}",
         )
     # strict_json messages describe at most one character of the input, never a span of it.
     return AnswerError("invalid_json", f"{exc.message} (strict_json code {exc.code})")

@@ -12,7 +12,7 @@ import regex
 
 from chatparse.content.args import timed_finditer
 from chatparse.content.registry import register_content_parser
-from chatparse.errors import TemplateWarning
+from chatparse.errors import TemplateWarning, excerpt
 
 Args = Mapping[str, Any]
 
@@ -87,7 +87,7 @@ def parse_json(text: str, args: Args) -> Any:
     """JSON with opt-in dialect knobs: ``unquoted_keys``, ``string_delims``, ``allow_non_json``."""
     string_delims = args.get("string_delims") or []
     if string_delims and (_LIFT_OPEN in text or _LIFT_CLOSE in text):
-        raise ValueError("json: the text contains the reserved characters \\x01/\\x02 used by string_delims")
+        raise ValueError("json: input contains reserved sentinel characters (\\x01/\\x02); cannot parse safely.")
     working, lifted = _lift_strings(text, string_delims) if string_delims else (text, [])
     if args.get("unquoted_keys", False):
         working = _quote_bare_keys(working)
@@ -98,7 +98,13 @@ def parse_json(text: str, args: Args) -> Any:
     except json.JSONDecodeError as exc:
         if args.get("allow_non_json"):
             return _strip(text, args)
-        raise ValueError(f"expected JSON, found invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from exc
+        # transformers' wording, with excerpts where it quotes the whole region
+        if working == text:
+            raise ValueError(f"json parser could not parse region as JSON.\nContent: {excerpt(text)}\nError: {exc}") from exc
+        raise ValueError(
+            f"json: could not parse after dialect transforms.\nOriginal: {excerpt(text)}\n"
+            f"Transformed: {excerpt(working)}\nError: {exc}"
+        ) from exc
 
 
 # --- xml-inline / kv-lines -------------------------------------------------------------------------
@@ -108,7 +114,7 @@ def parse_xml_inline(text: str, args: Args) -> dict[str, Any]:
     """Flat ``<tag>value</tag>`` sequences into a dict, via ``tag_pattern``'s ``key``/``value`` groups."""
     pattern = args.get("tag_pattern")
     if pattern is None:
-        raise ValueError("xml-inline: the 'tag_pattern' content_arg is required")
+        raise ValueError("xml-inline: 'tag_pattern' content_arg is required")
     compiled = pattern if hasattr(pattern, "finditer") else _compiled_tag_pattern(pattern)
     value_parser = args.get("value_parser")
     merge = args.get("merge_duplicates", False)
@@ -118,7 +124,7 @@ def parse_xml_inline(text: str, args: Args) -> dict[str, Any]:
         groups = m.groupdict()
         key = groups.get("key")
         if key is None:
-            raise ValueError("xml-inline: tag_pattern must have a named group 'key'")
+            raise ValueError(f"xml-inline: tag_pattern must have a named group 'key'. Pattern: {pattern}")
         value = parse_value(groups.get("value", ""), value_parser)
         if merge and key in out:
             if key not in merged:
@@ -218,13 +224,14 @@ def _check_xml_inline(args: Args) -> None:
     _check_keys(args, {"tag_pattern", "value_parser", "merge_duplicates"})
     pattern = args.get("tag_pattern")
     if not isinstance(pattern, str) or not pattern:
-        raise ValueError("content_args.tag_pattern is required: a regex with named groups 'key' and 'value'")
+        raise ValueError("'tag_pattern' content_arg is required: a regex with named groups 'key' and 'value'")
     try:
         compiled = _compiled_tag_pattern(pattern)
     except regex.error as exc:
         raise ValueError(f"content_args.tag_pattern is not a valid regex: {exc}") from exc
     if "key" not in compiled.groupindex:
-        raise ValueError("content_args.tag_pattern must have a named group 'key' (and usually 'value')")
+        raise ValueError(f"tag_pattern must have a named group 'key'. Pattern: {pattern} (add (?P<key>...), "
+                         "and usually (?P<value>...))")
     _check_bool(args, "merge_duplicates")
     if "value_parser" in args:
         check_value_parser(args["value_parser"])

@@ -11,6 +11,7 @@ import regex
 
 from chatparse.content.recovery import PYTHON, Good, call_paren, read_items
 from chatparse.content.registry import BadItem
+from chatparse.errors import excerpt
 
 _SPACE = regex.compile(r"[ \t\n\r]*")
 _NAME = regex.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[-.][A-Za-z0-9_]+)*")
@@ -30,8 +31,10 @@ class _Reader:
         self.pos = 0
 
     def fail(self, what: str) -> NoReturn:
+        # transformers' wording; the region as an excerpt, then what stands at the fault
         snippet = self.text[self.pos : self.pos + 20]
-        raise ValueError(f"python-call-list: {what} at offset {self.pos} (found {snippet!r})")
+        raise ValueError(f"python-call-list: {what} at position {self.pos}.\nContent: {excerpt(self.text)}\n"
+                         f"Found: {snippet!r}")
 
     def peek(self, char: str) -> bool:
         self.pos = _SPACE.match(self.text, self.pos).end()
@@ -73,10 +76,10 @@ class _Reader:
     def string(self) -> str:
         m = _STRING.match(self.text, self.pos)
         if m is None:
-            self.fail("expected a closed string on one line")
+            self.fail("invalid string")
         body = m.group(1) if m.group(1) is not None else m.group(2)
         if _SURROGATE.search(body):
-            self.fail("lone surrogate in string")
+            self.fail("lone surrogate in the string starting")
         decoded = self._unescape(body)
         self.pos = m.end()
         return decoded
@@ -99,14 +102,14 @@ class _Reader:
     def _unicode_escape(self, body: str, slash: int) -> tuple[int, int]:
         hex_digits = _HEX4.match(body, slash + 2) if body[slash + 1] == "u" else None
         if hex_digits is None:
-            self.fail(f"unsupported escape {body[slash : slash + 2]!r} in string")
+            self.fail(f"unsupported escape {body[slash : slash + 2]!r} in the string starting")
         code, end = int(hex_digits.group(0), 16), hex_digits.end()
         if 0xD800 <= code <= 0xDBFF and body.startswith("\\u", end):
             low = _HEX4.match(body, end + 2)
             if low is not None and 0xDC00 <= int(low.group(0), 16) <= 0xDFFF:
                 return 0x10000 + ((code - 0xD800) << 10) + (int(low.group(0), 16) - 0xDC00), low.end()
         if 0xD800 <= code <= 0xDFFF:
-            self.fail("lone surrogate escape in string")
+            self.fail("lone surrogate escape in the string starting")
         return code, end
 
     def value(self, depth: int) -> Any:
@@ -134,7 +137,7 @@ class _Reader:
         if m.group(1) is None and m.group(2) is None:
             # Count digits first so a huge literal never reaches int().
             if len(literal) > 17 or abs(int(literal)) > MAX_INTEGER:
-                self.fail("integer outside -(2^53 - 1) .. 2^53 - 1")
+                self.fail("integer outside the range of -(2^53 - 1) to 2^53 - 1")
             self.pos = m.end()
             return int(literal)
         value = float(literal)
@@ -170,7 +173,7 @@ def parse_python_call_list(text: str, args: Any) -> list[dict[str, Any]]:
     calls = reader.sequence("]", reader.call)
     reader.pos = _SPACE.match(text, reader.pos).end()
     if reader.pos != len(text):
-        reader.fail("unexpected text after the closing ']'")
+        reader.fail("unexpected content after the closing ']'")
     return calls
 
 

@@ -32,6 +32,7 @@ from chatparse.errors import (
     TruncatedUtf8Error,
     UsageError,
     excerpt,
+    region_failure,
 )
 from chatparse.structure import BodyTracker
 from chatparse.template.compile import CompiledField, CompiledTemplate, load_template
@@ -93,7 +94,7 @@ class ResponseParser:
         self._bytes_in = 0
         if prefix is None:
             raise PrefixRequiredError(
-                "ResponseParser/parse_response requires `prefix` (the chat prompt sent to the model before "
+                "`ResponseParser`/`parse_response` requires `prefix` (the chat prompt sent to the model before "
                 "generation), because chat templates often pre-write part of the assistant message (e.g. an "
                 "opening `<think>` tag) that the parser must see to parse the output correctly. If the "
                 'generation already contains the complete message, pass `prefix=""` to opt out explicitly.'
@@ -798,7 +799,7 @@ class ResponseParser:
         if field.join is not None:
             if not isinstance(value, str):
                 raise ContentParseError(
-                    f"Field '{name}': 'join' requires each match to parse to a string, found "
+                    f"Field '{name}': 'join' requires each match to parse to a string, got "
                     f"{type(value).__name__}. Use a text parser or drop 'join'.",
                     code="join_not_string", field=name,
                 )
@@ -853,15 +854,16 @@ def process_region(field: CompiledField, body: str, captures: dict[str, Any]) ->
         return apply_transform(field.transform, {**captures, "content": value}, field=field.name)
     if not isinstance(value, list):
         raise ContentParseError(
-            f"Field '{field.name}': transform_each requires the parsed content to be a list, found "
-            f"{type(value).__name__}", code="transform_each_not_list", field=field.name,
+            f"Field '{field.name}': transform_each requires the parsed content to be a list, got "
+            f"{type(value).__name__}. Use a parser that yields a list (json, python-call-list) or drop "
+            "transform_each.", code="transform_each_not_list", field=field.name,
         )
     out = []
     for item in value:
         if not isinstance(item, dict):
             raise ContentParseError(
-                f"Field '{field.name}': transform_each requires each list element to be a dict, found "
-                f"{type(item).__name__}", code="transform_each_not_dict", field=field.name,
+                f"Field '{field.name}': transform_each requires each list element to be a dict, got "
+                f"{type(item).__name__}.", code="transform_each_not_dict", field=field.name,
             )
         out.append(apply_transform(field.transform, {**captures, **item}, field=field.name))
     return out
@@ -902,17 +904,13 @@ def run_content_parser(field: CompiledField, body: str) -> Any:
         return parser.parse(body, field.content_args)
     except ChatparseError:
         raise
-    except RecursionError:
-        raise ContentNestingError(
-            f"Field '{field.name}': the {parser.name} parser found the region nested too deeply to parse "
-            f"(region {excerpt(body)})", field=field.name, parser=parser.name,
-        ) from None
+    except RecursionError as exc:
+        raise ContentNestingError(region_failure(field.name, parser.name, exc, body), field=field.name,
+                                  parser=parser.name) from None
     except (ValueError, TypeError, KeyError, AttributeError, IndexError, OverflowError, regex.error,
             TimeoutError) as exc:
-        raise ContentParseError(
-            f"Field '{field.name}': the {parser.name} parser could not parse the region: {_short(exc)} "
-            f"(region {excerpt(body)})", field=field.name, parser=parser.name,
-        ) from None
+        raise ContentParseError(region_failure(field.name, parser.name, exc, body), field=field.name,
+                                parser=parser.name) from None
 
 
 def _short(exc: BaseException) -> str:

@@ -148,7 +148,8 @@ class DelimiterScanner:
             if best_start + self.longest <= size:  # no longer literal can still start here
                 self._stable = hit
             else:
-                self._frontier = best_start
+                # A longer literal may still complete at an earlier start, one that reaches the end.
+                self._frontier = min(best_start, max(start, size - self.longest + 1))
             return hit
         self._frontier = max(start, size - self.longest + 1)
         return None if eos else self._literal_partial(buf, pos)

@@ -30,7 +30,7 @@ from chatparse.template.extensions import (
     template_ext,
 )
 from chatparse.template.regex_info import PatternInfo, analyze, literal_strings, quantifier_facts
-from chatparse.transform import check_transform
+from chatparse.transform import check_placeholders, check_transform
 
 TOP_LEVEL_KEYS = ("version", "defaults", "fields", "start_anchor", "start_anchor_pattern", EXTENSION_KEY)
 FIELD_KEYS = (
@@ -173,7 +173,7 @@ def _compile_regex(source: Any, *, field: str | None, key: str, scope: str) -> A
         raise _fail(f"{scope}: {key} regex is too complex to compile ({type(exc).__name__}). Simplify it.",
                     "bad_regex", field=field, key=key) from None
     except regex.error as exc:
-        raise _fail(f"{scope}: invalid {key} regex {source!r}: {exc}. Fix the pattern (the `regex` module "
+        raise _fail(f"{scope}: invalid {key} regex: {exc}. Fix the pattern {source!r} (the `regex` module "
                     "syntax, DOTALL on, MULTILINE off).", "bad_regex", field=field, key=key) from None
 
 
@@ -181,7 +181,7 @@ def _compile_delimiter(
     spec: Mapping[str, Any], literal_key: str, pattern_key: str, *, field: str | None, scope: str
 ) -> Delimiter | None:
     if literal_key in spec and pattern_key in spec:
-        raise _fail(f"{scope}: expected one of '{literal_key}' or '{pattern_key}', found both. Keep one.",
+        raise _fail(f"{scope}: cannot specify both '{literal_key}' and '{pattern_key}'. Keep one.",
                     "conflicting_keys", field=field, key=pattern_key)
     owner = field or ""
     if literal_key in spec:
@@ -234,7 +234,7 @@ def _literal_list(raw: Any, *, key: str, field: str | None, scope: str) -> list[
             raise _fail(f"{scope}: '{key}' list must contain only strings", "bad_type", field=field, key=key)
         literals = list(dict.fromkeys(raw))
     else:
-        raise _fail(f"{scope}: '{key}' must be a string or a list of strings, found {type(raw).__name__}",
+        raise _fail(f"{scope}: '{key}' must be a string or list of strings, got {type(raw).__name__}",
                     "bad_type", field=field, key=key)
     if any(s == "" for s in literals):
         raise _fail(f"{scope}: '{key}' literals cannot be empty strings; an empty delimiter would match "
@@ -244,10 +244,10 @@ def _literal_list(raw: Any, *, key: str, field: str | None, scope: str) -> list[
 
 def _check_shape(spec: Any) -> None:
     if not isinstance(spec, Mapping):
-        raise _fail(f"response_template must be a dict, found {type(spec).__name__}", "bad_type")
+        raise _fail(f"response_template must be a dict, got {type(spec).__name__}", "bad_type")
     version = spec.get("version", 1)
     if version != 1:
-        raise _fail(f"Unsupported response_template version {version!r}; chatparse reads version 1",
+        raise _fail(f"Unsupported response_template version: {version}; chatparse reads version 1",
                     "unsupported_version", key="version")
     unknown = sorted(set(spec) - set(TOP_LEVEL_KEYS))
     if unknown:
@@ -265,8 +265,15 @@ def _resolve_parser(name: Any, *, field: str) -> ContentParserSpec:
     try:
         return get_content_parser(name)
     except (KeyError, TypeError):
-        raise _fail(f"Field '{field}': unknown content parser {name!r}. Available: {known_content_parsers()}",
+        raise _fail(f"Field '{field}': unknown content parser '{name}'. {_available_parsers()}",
                     "unknown_parser", field=field, key="content") from None
+
+
+def _available_parsers() -> str:
+    """transformers' list first (its wording), then the parsers only chatparse has."""
+    names = known_content_parsers()
+    shared = [n for n in names if get_content_parser(n).compatible]
+    return f"Available: {shared}; chatparse also has {[n for n in names if n not in shared]}"
 
 
 def _check_content_args(parser: ContentParserSpec, args: Any, *, field: str) -> Mapping[str, Any]:
@@ -302,20 +309,22 @@ def _build_field(name: str, spec: Any) -> CompiledField:
     close_delim = _compile_delimiter(spec, "close", "close_pattern", field=name, scope=scope)
     join = spec.get("join")
     if join is not None and not isinstance(join, str):
-        raise _fail(f"{scope}: 'join' must be a string, found {type(join).__name__}", "bad_type",
+        raise _fail(f"{scope}: 'join' must be a string, got {type(join).__name__}", "bad_type",
                     field=name, key="join")
     if join is not None and not spec.get("repeats", False):
         raise _fail(f"{scope}: 'join' requires 'repeats': true", "join_without_repeats", field=name, key="join")
     transform = spec.get("transform")
     transform_each = spec.get("transform_each", False)
     if not isinstance(transform_each, bool):
-        raise _fail(f"{scope}: transform_each must be a bool, found {type(transform_each).__name__}",
+        raise _fail(f"{scope}: transform_each must be a bool, got {type(transform_each).__name__}",
                     "bad_type", field=name, key="transform_each")
     if transform_each and transform is None:
         raise _fail(f"{scope}: transform_each is set but no transform was provided", "transform_each_without_transform",
                     field=name, key="transform_each")
     if transform is not None:
         check_transform(transform, field=name)
+        if not transform_each:
+            _check_placeholders(name, transform, parser, open_delim, close_delim)
     else:
         _check_no_orphan_captures(name, open_delim, close_delim)
     repeats = bool(spec.get("repeats", False))
@@ -335,13 +344,37 @@ def _build_field(name: str, spec: Any) -> CompiledField:
     )
 
 
+def _check_placeholders(name: str, transform: Any, parser: ContentParserSpec, *delims: Delimiter | None) -> None:
+    groups = {g for d in delims if d is not None for g in d.pattern.groupindex}
+    # A streamable parser's value is the region's text or a scalar read from it: never a dict.
+    check_placeholders(transform, field=name, groups=groups, scalar_parser=parser.name if parser.streamable else None)
+
+
+def _check_defaults(defaults: Mapping[str, Any], fields: Mapping[str, CompiledField]) -> None:
+    """A repeated field's default is what its matches are added to: a list, or with 'join' a string (or null)."""
+    for name, f in fields.items():
+        if not f.repeats or name not in defaults:
+            continue
+        value = defaults[name]
+        if f.join is None and not isinstance(value, list):
+            expected, how, fix = "a list", "each match is appended to it", "[]"
+        elif f.join is not None and value is not None and not isinstance(value, str):
+            expected, how, fix = "a string or null", "each match is joined onto it", '""'
+        else:
+            continue
+        raise _fail(f"response_template.defaults['{name}'] must be {expected}, found {type(value).__name__} "
+                    f"{value!r}: field '{name}' repeats, so {how}. Use {fix} or drop the default.",
+                    "bad_default", field=name, key="defaults")
+
+
 def _check_no_orphan_captures(name: str, *delims: Delimiter | None) -> None:
     captured = sorted({g for d in delims if d is not None for g in d.pattern.groupindex})
     if captured:
         raise _fail(
             f"Field '{name}': open_pattern/close_pattern declares named group(s) {captured}, but the field has "
-            "no 'transform'. Named captures only reach the output through a transform (next to 'content'): "
-            "add a transform that uses them, or drop the names from the pattern.",
+            "no 'transform'. Named captures are only surfaced through a 'transform' template (where they appear "
+            "alongside 'content'). Either add a 'transform' that uses the captures, or remove the named groups "
+            "from the pattern.",
             "captures_without_transform", field=name, key="transform",
         )
 
@@ -353,14 +386,16 @@ def compile_template(spec: Any) -> CompiledTemplate:
     implicit = [name for name, f in fields.items() if f.implicit]
     if len(implicit) > 1:
         raise _fail(
-            "At most one field may omit 'open'/'open_pattern' (that field becomes the implicit / leftover "
-            f"field). Found: {', '.join(implicit)}. Give the others an open delimiter.",
+            "At most one field may omit 'open'/'open_pattern' (that field becomes the implicit-open / leftover "
+            f"sink). Found: {', '.join(implicit)}. Give the others an open delimiter.",
             "multiple_implicit", field=implicit[1],
         )
+    _check_defaults(spec.get("defaults", {}), fields)
     anchor = _compile_delimiter(spec, "start_anchor", "start_anchor_pattern", field=None, scope="response_template")
     if anchor is None:
-        raise _fail("response_template must define 'start_anchor' or 'start_anchor_pattern' (the assistant-turn "
-                    "header, e.g. '<|im_start|>assistant\\n').", "missing_start_anchor", key="start_anchor")
+        raise _fail("response_template must define 'start_anchor' or 'start_anchor_pattern'. It is the "
+                    "assistant-turn header, e.g. '<|im_start|>assistant\\n'.", "missing_start_anchor",
+                    key="start_anchor")
     delims = [d for f in fields.values() for d in (f.open, f.close) if d is not None]
     ext = template_ext(spec)
     end = _marker_delimiter(ext.end, "end")
@@ -447,8 +482,8 @@ def load_template(obj: Any) -> CompiledTemplate:
         return _compile_cached(obj)
     if isinstance(obj, os.PathLike) or isinstance(obj, str):
         return _load_text(obj)
-    raise _fail(f"load_template expected a dict, JSON string, path or built-in name, found {type(obj).__name__}",
-                "bad_type")
+    raise _fail(f"response_template must be a dict, got {type(obj).__name__}; load_template also takes JSON text, "
+                "a path or a built-in name", "bad_type")
 
 
 _CACHE: dict[str, CompiledTemplate] = {}

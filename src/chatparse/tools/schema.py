@@ -115,7 +115,7 @@ def tool_from_function(function: Callable[..., Any]) -> Tool:
     doc = inspect.getdoc(function)
     if not doc:
         raise ToolDefinitionError(
-            f"Cannot build a schema for {name!r}: it has no docstring. Add one with an 'Args:' section.",
+            f"Cannot generate JSON schema for {name} because it has no docstring! Add one with an 'Args:' section.",
             code="missing_docstring", field=name,
         )
     parsed = docstring_parser.parse(doc, style=docstring_parser.DocstringStyle.GOOGLE)
@@ -147,40 +147,38 @@ def _arg_descriptions(parsed: Any) -> dict[str, str]:
 def _parameters_schema(
     function: Callable[..., Any], name: str, hints: dict[str, Any], descriptions: dict[str, str]
 ) -> dict[str, Any]:
-    properties: dict[str, Any] = {}
-    required: list[str] = []
     skipped = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-    for param in inspect.signature(function).parameters.values():
-        if param.kind in skipped:
-            continue
-        properties[param.name] = _parameter_schema(param.name, name, hints, descriptions)
-        if param.default is inspect.Parameter.empty:
-            required.append(param.name)
+    params = [p for p in inspect.signature(function).parameters.values() if p.kind not in skipped]
+    # Checked in transformers' order (every hint, then every schema, then every description), so a function
+    # with several faults fails on the same one there and here.
+    for param in params:
+        if param.name not in hints:
+            raise ToolDefinitionError(
+                f"Argument {param.name} is missing a type hint in function {name}. Add one.",
+                code="missing_type_hint", field=name, key=param.name,
+            )
+    properties = {p.name: type_hint_schema(hints[p.name], where=f"{name}({p.name})") for p in params}
+    for key, property_schema in properties.items():
+        _describe_parameter(property_schema, key, name, descriptions)
+    required = [p.name for p in params if p.default is inspect.Parameter.empty]
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         schema["required"] = required
     return schema
 
 
-def _parameter_schema(param: str, name: str, hints: dict[str, Any], descriptions: dict[str, str]) -> dict[str, Any]:
-    if param not in hints:
-        raise ToolDefinitionError(
-            f"Cannot build a schema for {name!r}: argument {param!r} has no type hint.",
-            code="missing_type_hint", field=name, key=param,
-        )
+def _describe_parameter(schema: dict[str, Any], param: str, name: str, descriptions: dict[str, str]) -> None:
     if not descriptions.get(param):
         raise ToolDefinitionError(
-            f"Cannot build a schema for {name!r}: the docstring does not describe argument {param!r}. "
-            f"Add '{param}: <description>' under 'Args:'.",
+            f"Cannot generate JSON schema for {name} because the docstring has no description for the argument "
+            f"'{param}'. Add '{param}: <description>' under 'Args:'.",
             code="missing_argument_description", field=name, key=param,
         )
-    schema = type_hint_schema(hints[param], where=f"{name}({param})")
     description = descriptions[param]
     if choices := _CHOICES.search(description):
         schema["enum"] = json.loads(choices.group(1))
         description = description[: choices.start()]
     schema["description"] = description
-    return schema
 
 
 def _returns_schema(hints: dict[str, Any], parsed: Any, name: str) -> dict[str, Any] | None:
@@ -204,9 +202,9 @@ def type_hint_schema(hint: Any, *, where: str = "type hint") -> dict[str, Any]:
     if origin in (Union, types.UnionType):
         return _union_schema(get_args(hint), where)
     if origin is Literal:
-        return _choices_schema(get_args(hint), where)
+        return _literal_schema(get_args(hint), where)
     if isinstance(hint, type) and issubclass(hint, Enum):
-        return _choices_schema([member.value for member in hint], where)
+        return _enum_schema(hint, where)
     if hint is list or origin is list:
         return _list_schema(get_args(hint), where)
     if hint is dict or origin is dict:
@@ -216,13 +214,19 @@ def type_hint_schema(hint: Any, *, where: str = "type hint") -> dict[str, Any]:
     raise _unsupported(hint, where)
 
 
-def _unsupported(hint: Any, where: str, why: str = "") -> ToolDefinitionError:
-    return ToolDefinitionError(
-        f"Cannot convert the type hint {hint!r} of {where} to JSON Schema{why}. Supported: int, float, str, "
-        "bool, None, Any, Enum, Literal, list, dict, tuple and unions of them; write the schema by hand "
-        "(a tool dict) for anything else.",
-        code="unsupported_type_hint", field=where,
+def _unsupported(hint: Any, where: str) -> ToolDefinitionError:
+    return _hint_error(
+        f"Couldn't convert the type hint {hint!r} to a JSON schema, likely because it is a custom class or object. "
+        "Supported type hints are basic types like int, float, str and bool, Enum classes, typing.Literal, and "
+        "list, tuple, dict and Union types containing those. If you need a more complex schema than that, you "
+        "can write the JSON schema for your tool by hand and pass that instead of the function. None and Any "
+        "are supported too.", where,
     )
+
+
+def _hint_error(message: str, where: str) -> ToolDefinitionError:
+    """transformers' wording first, then where the hint is."""
+    return ToolDefinitionError(f"{message} (type hint of {where})", code="unsupported_type_hint", field=where)
 
 
 def _union_schema(args: tuple[Any, ...], where: str) -> dict[str, Any]:
@@ -241,23 +245,47 @@ def _union_schema(args: tuple[Any, ...], where: str) -> dict[str, Any]:
     return schema
 
 
-def _choices_schema(values: Iterable[Any], where: str) -> dict[str, Any]:
+def _literal_schema(values: tuple[Any, ...], where: str) -> dict[str, Any]:
+    schema = _choices_schema(values)
+    if schema is None:
+        raise _hint_error("Only the valid python literals can be listed in typing.Literal.", where)
+    return schema
+
+
+def _enum_schema(enum: type[Enum], where: str) -> dict[str, Any]:
+    values = [member.value for member in enum]
+    if not values:
+        raise _hint_error(f"The Enum {enum.__name__} has no members, so no value could ever match it.", where)
+    schema = _choices_schema(values)
+    if schema is None:
+        raise _hint_error(
+            f"The Enum {enum.__name__} has member values that cannot be written as JSON scalars.\n"
+            f"Values: {values}\nEnum member values must be int, float, str, bool or None to be converted to a JSON "
+            "schema.", where,
+        )
+    return schema
+
+
+def _choices_schema(values: Iterable[Any]) -> dict[str, Any] | None:
+    """``{"type", "enum"}`` for JSON scalar choices; None when one of them is not a JSON scalar."""
     values = list(values)
     kinds: list[str] = []
     for value in values:
-        kind = _scalar_kind(value, where)
+        kind = _scalar_kind(value)
+        if kind is None:
+            return None
         if kind not in kinds:
             kinds.append(kind)
     return {"type": kinds[0] if len(kinds) == 1 else kinds, "enum": values}
 
 
-def _scalar_kind(value: Any, where: str) -> str:
+def _scalar_kind(value: Any) -> str | None:
     if value is None:
         return "null"
     for python_type in (bool, int, float, str):  # bool first: it is an int subclass
         if isinstance(value, python_type):
             return _BASIC_TYPES[python_type]
-    raise _unsupported(value, where, " (choices must be str, int, float, bool or None)")
+    return None
 
 
 def _list_schema(args: tuple[Any, ...], where: str) -> dict[str, Any]:
@@ -277,9 +305,17 @@ def _dict_schema(args: tuple[Any, ...], where: str) -> dict[str, Any]:
 def _tuple_schema(args: tuple[Any, ...], where: str) -> dict[str, Any]:
     if not args:
         return {"type": "array"}
-    if len(args) == 1 or Ellipsis in args:
-        raise _unsupported(
-            tuple.__class_getitem__(args), where, " (use list[...] for variable length, or drop a 1-tuple)"
+    if len(args) == 1:
+        raise _hint_error(
+            f"The type hint {str(tuple.__class_getitem__(args)).replace('typing.', '')} is a Tuple with a single "
+            "element, which we do not automatically convert to JSON schema as it is rarely necessary. If this "
+            "input can contain more than one element, we recommend using a list[] type instead, or if it really "
+            "is a single element, remove the tuple[] wrapper and just pass the element directly.", where,
+        )
+    if Ellipsis in args:
+        raise _hint_error(
+            "Conversion of '...' is not supported in Tuple type hints. Use list[] types for variable-length inputs "
+            "instead.", where,
         )
     return {"type": "array", "prefixItems": [type_hint_schema(a, where=where) for a in args]}
 
@@ -369,7 +405,7 @@ def tool_parameter_properties(tools: Iterable[Any] | None) -> dict[str, dict[str
     a dict without a usable name is skipped, and missing properties map to ``{}``.
     """
     out: dict[str, dict[str, Any]] = {}
-    for obj in tools or []:
+    for index, obj in enumerate(tools or []):
         if isinstance(obj, Mapping):
             spec = obj.get("function", obj)
             name = spec.get("name") if isinstance(spec, Mapping) else None
@@ -379,9 +415,21 @@ def tool_parameter_properties(tools: Iterable[Any] | None) -> dict[str, dict[str
             properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
             out[name] = dict(properties) if isinstance(properties, Mapping) else {}
         else:
-            tool = as_tool(obj)
+            tool = _listed_tool(obj, index)
             out[tool.name] = tool.properties
     return out
+
+
+def _listed_tool(obj: Any, index: int) -> Tool:
+    """``as_tool`` for entry ``index`` of a tools list: an error says which entry."""
+    try:
+        return as_tool(obj)
+    except ToolDefinitionError as exc:
+        # transformers skips an entry that is neither a dict nor a function; skipping it here would leave
+        # that tool's arguments untyped without a word, so it is an error (docs/compatibility.md).
+        fix = " Remove the entry or pass a tool dict." if exc.code == "unsupported_tool" else ""
+        raise ToolDefinitionError(f"tools[{index}]: {exc.message}{fix}", code=exc.code, field=exc.field,
+                                  key=exc.key, path=f"tools[{index}]", **exc.details) from None
 
 
 __all__ = [

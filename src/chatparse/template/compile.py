@@ -237,8 +237,10 @@ def _literal_list(raw: Any, *, key: str, field: str | None, scope: str) -> list[
         raise _fail(f"{scope}: '{key}' must be a string or list of strings, got {type(raw).__name__}",
                     "bad_type", field=field, key=key)
     if any(s == "" for s in literals):
+        fix = ("Set it to the assistant-turn header the prompt ends with, e.g. '<|im_start|>assistant\\n' (a "
+               "template needs one)" if key == "start_anchor" else "Omit the key instead")
         raise _fail(f"{scope}: '{key}' literals cannot be empty strings; an empty delimiter would match "
-                    "everywhere. Omit the key instead.", "empty_literal", field=field, key=key)
+                    f"everywhere. {fix}.", "empty_literal", field=field, key=key)
     return literals
 
 

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Any, overload
 
 from chatparse.engine.limits import Limits
-from chatparse.engine.parser import OnMalformed, ResponseParser
+from chatparse.engine.parser import InputTypeError, OnMalformed, ResponseParser
 from chatparse.errors import ChatparseError, EngineFault, PrefixRequiredError
 from chatparse.template.compile import load_template
 
@@ -54,6 +54,8 @@ def _parse(text: Any, template: Any, prefix: Any, tools: Iterable[Any] | None, o
     if prefix is _UNSET or prefix is None:
         ResponseParser(compiled, None)  # raises the PrefixRequiredError with the full explanation
     tools = list(tools) if tools is not None else None
+    if isinstance(text, list | tuple) and text and all(type(t) is int for t in text):
+        raise InputTypeError(_not_text(text))
     if isinstance(text, list):
         prefixes = prefix if isinstance(prefix, list) else [prefix] * len(text)
         if len(prefixes) != len(text):
@@ -69,8 +71,23 @@ def _parse(text: Any, template: Any, prefix: Any, tools: Iterable[Any] | None, o
 
 def _parse_one(text: str, template: Any, prefix: str, tools: Any, on_malformed: OnMalformed,
                limits: Limits | None) -> dict[str, Any]:
+    if not isinstance(text, str):
+        raise InputTypeError(_not_text(text))
     parser = ResponseParser(template, prefix, tools=tools, on_malformed=on_malformed, limits=limits)
     parser._keep_events = False  # the message is all we return
     parser.feed(text)
     message, _ = parser.finalize()
     return message
+
+
+def _not_text(value: Any) -> str:
+    """The advice for a generation that is not text: decode bytes, detokenize token ids."""
+    found = type(value).__name__
+    if isinstance(value, bytes | bytearray | memoryview):
+        return (f"parse_response takes the generated text as str, found {found}: decode it first "
+                "(data.decode('utf-8')); to parse bytes as they stream in, use ResponseParser(...).feed_bytes()")
+    if (isinstance(value, list | tuple) and all(type(v) is int for v in value)) or hasattr(value, "tolist"):
+        return ("parse_response takes the generated text as str, found token ids (a list of int): detokenize "
+                "them first (tokenizer.decode(ids, skip_special_tokens=False)), or pass the ids to "
+                "chatparse.integrations.transformers.parse_response(ids, tokenizer=tokenizer, prefix=...)")
+    return f"parse_response takes the generated text as str (or a list of str for a batch), found {found}"

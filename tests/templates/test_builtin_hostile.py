@@ -23,6 +23,7 @@ OPENERS = [
 ]  # fmt: skip
 # Part B: per family (the generic list above is written for part A's formats), the text that leaves the
 # parser inside each of its regions. "" (the implicit content region) is always included.
+MM3 = "]<]minimax[>["  # MiniMax M3's namespace token before each element
 OPENERS_B: dict[str, list[str]] = {
     "minimax_m1": ["<think>", "<tool_calls>", '<tool_calls>\n{"name": "f", "arguments": {}}'],
     "minimax_m2": ["<think>", "<minimax:tool_call>", '<minimax:tool_call><invoke name="f">',
@@ -52,6 +53,50 @@ OPENERS_B: dict[str, list[str]] = {
     "nemotron_json": ["<think>", "<TOOLCALL>", "<TOOLCALL>[]"],
     "apertus": ["<|inner_prefix|>", "<|tools_prefix|>", "<|tools_prefix|>[]"],
     "functionary_v3_1": ["<function=f>", "<function=f>{}"],
+    # issue 12's families
+    "deepseek_v4": ["<think>", "<｜DSML｜tool_calls>", '<｜DSML｜tool_calls>\n<｜DSML｜invoke name="f">',
+                    '<｜DSML｜invoke name="f"><｜DSML｜parameter name="',
+                    '<｜DSML｜invoke name="f"><｜DSML｜parameter name="a" string="true">', '<｜DSML｜invoke name="f">{'],
+    "deepseek_v4_1": ["<think>", "<｜DSML｜ calls>", '<｜DSML｜ calls>\n<｜DSML｜ invoke name="f">',
+                      '<｜DSML｜ invoke name="f"><｜DSML｜ parameter name="',
+                      '<｜DSML｜ invoke name="f"><｜DSML｜ parameter name="a" string="true">'],
+    "kimi_k3": ["<|open|>think<|sep|>", "<|open|>response<|sep|>", "<|open|>tools<|sep|>",
+                '<|open|>call tool="f" index="1"<|sep|>',
+                '<|open|>call tool="f" index="1"<|sep|><|open|>argument key="a" type="string"<|sep|>',
+                '<|open|>call tool="f" index="1"<|sep|><|open|>json type="object"<|sep|>{'],
+    "k2_horizon": ["<ifm|think>", "<ifm|think_fast>", "<ifm|think_faster>", "<ifm|tool_calls>", "<ifm|tool_call>f",
+                   "<ifm|tool_call>f<ifm|arg_key>a</ifm|arg_key><ifm|arg_value>",
+                   '<ifm|tool_call>{"name": "f", "arguments": {', "<ifm|tool_call>f<ifm|arg_key>a</ifm|arg_key><ifm|arg_type>"],
+    "hunyuan_hy3": ["<think:opensource>", "<tool_calls:opensource>", "<tool_call:opensource>f<tool_sep:opensource>",
+                    "<tool_call:opensource>f<tool_sep:opensource><arg_key:opensource>a</arg_key:opensource>"
+                    "<arg_value:opensource>", "<tool_call>f<tool_sep>"],
+    "hunyuan_hy4": ["<think:opensource>", "<tool_calls:opensource>", "<tool_call:opensource>f",
+                    "<tool_call:opensource>f<arg_key:opensource>a</arg_key:opensource><arg_value:opensource>",
+                    "<tool_call>f"],
+    "gigachat3": ["function call<|role_sep|>", "function call<|role_sep|>\n{", "<|function_call|>", "<|message_sep|>"],
+    "gigachat3_1": ["<|function_call|>", '<|function_call|>{"name": "f", "arguments": {', "<|message_sep|>"],
+    "gigachat3_5": ["<think>", "<｜GCML｜tool_calls>", '<｜GCML｜invoke name="f">',
+                    '<｜GCML｜invoke name="f">\n<｜GCML｜parameter name="a" string="true">'],
+    "minimax_m3": [MM3 + "<tool_call>", MM3 + '<invoke name="f">', MM3 + '<invoke name="f">' + MM3 + "<a>",
+                   MM3 + '<invoke name="f">' + MM3 + "<a>" + MM3 + "<item>", "<mm:think>"],
+    "minicpm5": ["<think>", '<function name="f">', '<function name="f"><param name="a">',
+                 '<function name="f"><param name="a"><![CDATA['],
+    "poolside_v1": ["<think>", "<tool_call>", "<tool_call>f", "<tool_call>f<arg_key>k</arg_key><arg_value>"],
+    "ling3": ["<think>", "<tool_call>", "<tool_call>f\n", "<tool_call>f\n<arg_key>k</arg_key>\n<arg_value>"],
+    "mimo": ["<think>", "<tool_call>", "<tool_call><function=f>", "<tool_call><function=f><parameter=a>"],
+    "minicpmv": ["<think>", "<tool_call>\n<function=f>\n", "<tool_call>\n<function=f>\n<parameter=a>\n", "x\\"],
+    "dots": ["<think>", "<dots_function_call>", '<dots_function_call>\n<invoke name="f">',
+             '<dots_function_call>\n<invoke name="f">\n<parameter name="a">', "<dots_function_call>{"],
+    "inkling": ["<|content_thinking|>", "<|message_model|><|content_text|>", "f<|content_invoke_tool_json|>",
+                '<|message_model|>f<|content_invoke_tool_json|>{"name": "f", "args": {'],
+    "plamo3": ["<|plamo:begin_think:plamo|>", "<|plamo:begin_tool_requests:plamo|>",
+               "<|plamo:begin_tool_requests:plamo|><|plamo:begin_tool_request:plamo|><|plamo:begin_tool_name:plamo|>f"
+               "<|plamo:end_tool_name:plamo|><|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>"],
+    "muse_spark": [" to=self<|message|>", "<|message|>", " to=user<|message|>", " to=commentary<|message|>",
+                   " to=f<|message|>", ' to=f<|message|><atem:function_calls>\n<atem:invoke name="f">\n'
+                   '<atem:parameter name="a">', " to=developer<|message|>"],
+    "muse_glimmer": [" to=self<|message|>", "<|message|>", " to=user<|message|>", " to=f<|message|>",
+                     ' to=f<|message|><atem:function_calls>\n<atem:invoke name="f">\n<atem:parameter name="a">'],
 }
 FILLERS = [" ", "\n"]  # the realistic degenerate loops
 LENGTH = 2500
@@ -63,7 +108,7 @@ def openers_for(name: str) -> list[str]:
 
 
 def test_every_built_in_has_openers() -> None:
-    assert {n.replace(".", "_") for n in list_templates()} - {n.replace(".", "_") for n in PART_A} == set(OPENERS_B)
+    assert {n.replace(".", "_") for n in list_templates()} - {n.replace(".", "_") for n in PART_A} <= set(OPENERS_B)
 
 
 @pytest.mark.parametrize("name", list_templates())

@@ -226,6 +226,9 @@ HERMES_JINJA = "{{- '<|im_start|>' + message.role }}<tool_call>\\n{\"name\": <fu
         ({"chat_template": "<|im_assistant|>assistant<|im_middle|><|tool_calls_section_begin|>"}, "kimi_k2"),
         ({"chat_template": "[gMASK]<sop><|assistant|><think><tool_call>{{ name }}<arg_key>"}, "glm47"),
         ({"chat_template": "<|im_start|>assistant\\n<|action_start|><|plugin|>"}, "internlm2"),
+        # DeepSeek V4 writes DSML '<｜DSML｜tool_calls>' blocks, not V3.2's 'function_calls': never deepseek_v3.2
+        ({"chat_template": "{{ '<｜Assistant｜>' }}<{{ dsml }}tool_calls>\n<{{ dsml }}invoke name=\"x\">｜DSML｜"},
+         "deepseek_v4"),
         ({"chat_template": "<|assistant|>{{- '</think>' if not enable_thinking else '<think>' -}}<arg_key>{{ k }}"
                            "</arg_key><arg_value>"}, "glm47"),  # GLM-4.7-Flash
         ({"chat_template": "<|assistant|>{{- '\\n<think></think>' if not enable_thinking else '' -}}<arg_key>"
@@ -246,8 +249,7 @@ def test_detect_template(kwargs: dict[str, str], expected: str) -> None:
 @pytest.mark.parametrize(
     "kwargs",
     [{}, {"model_id": "my-org/unknown-model"}, {"model_type": "bert"}, {"chat_template": "{{ messages }}"},
-     # DeepSeek V4 writes DSML '<｜DSML｜tool_calls>' blocks, not V3.2's 'function_calls': never deepseek_v3.2
-     {"chat_template": "{{ '<｜Assistant｜>' }}<{{ dsml }}tool_calls>\n<{{ dsml }}invoke name=\"x\">｜DSML｜"}],
+    ],
 )
 def test_detect_template_without_a_match(kwargs: dict[str, str]) -> None:
     assert detect_template(**kwargs) is None

@@ -312,7 +312,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rows = run(quick=args.quick, full=args.full, with_reference=not args.no_reference)
     print_table(rows)
-    print(json.dumps(rows))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(rows, f, indent=1)

@@ -63,20 +63,46 @@ def test_check_failures_exit_one_with_codes(tmp_path: Path, evidence_file: Path)
 def test_check_reads_stdin_and_writes_stdout(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], evidence_file: Path
 ) -> None:
-    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps({"output": dump()}) + "\n\n"))
+    stdin = io.TextIOWrapper(io.BytesIO((json.dumps({"output": dump()}) + "\n\n").encode("utf-8")))
+    monkeypatch.setattr("sys.stdin", stdin)
     assert run(["answers", "check", "--evidence", str(evidence_file)]) == 0
     assert json.loads(capsys.readouterr().out)["ok"] is True
 
 
 @pytest.mark.parametrize(
-    "line",
-    ["not json", json.dumps({"output": 3}), json.dumps(["output"]), json.dumps({"output": "{}"})],
+    ("line", "code"),
+    [
+        (b"not json", "invalid_json"),
+        (json.dumps({"output": 3}).encode(), "bad_line"),
+        (json.dumps(["output"]).encode(), "bad_line"),
+        (json.dumps({"output": "{}"}).encode(), "missing_evidence"),
+        (b"\xff\xfe binary", "invalid_utf8"),
+        (b'{"output": ' + b"[" * 100_000 + b"}", "too_deep"),
+    ],
+    ids=["not-json", "output-not-text", "not-an-object", "no-evidence", "binary", "deep"],
 )
-def test_check_bad_input_exits_two(tmp_path: Path, line: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_bad_line_fails_alone_and_checking_goes_on(
+    tmp_path: Path, evidence_file: Path, line: bytes, code: str
+) -> None:
+    """The policy of `chatparse parse`: a bad line is a failed verdict with its code; the next line is checked."""
     source = tmp_path / "in.jsonl"
-    source.write_text(line + "\n", encoding="utf-8")
-    assert run(["answers", "check", str(source), "-o", str(tmp_path / "o.jsonl")]) == 2
-    assert "chatparse answers check:" in capsys.readouterr().err
+    good = json.dumps({"id": "good", "output": dump(), "evidence": {"edu#2": EDU_LIMIT_BLOCK}}).encode()
+    source.write_bytes(line + b"\n" + good + b"\n")
+    out = tmp_path / "o.jsonl"
+    evidence = [] if code == "missing_evidence" else ["--evidence", str(evidence_file)]
+    assert run(["answers", "check", str(source), "-o", str(out), *evidence]) == 1
+    bad, after = [json.loads(v) for v in out.read_text(encoding="utf-8").splitlines()]
+    assert bad["id"] == 1 and bad["ok"] is False and bad["stage"] == "input"
+    assert bad["errors"][0]["code"] == code
+    assert after["id"] == "good" and after["ok"]
+
+
+def test_a_lone_surrogate_in_an_id_is_written_escaped(tmp_path: Path, evidence_file: Path) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": "a\\ud800", "output": "x"}\n', encoding="utf-8")
+    out = tmp_path / "o.jsonl"
+    assert run(["answers", "check", str(source), "-o", str(out), "--evidence", str(evidence_file)]) == 1
+    assert json.loads(out.read_text(encoding="utf-8"))["id"] == "a\ud800"
 
 
 def test_check_missing_file_exits_two(tmp_path: Path) -> None:

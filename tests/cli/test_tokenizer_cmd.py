@@ -47,20 +47,20 @@ def test_install_auto_detects_the_family(tmp_path: Path, capsys: pytest.CaptureF
     assert saved(directory)["response_template"] == get_template("gpt_oss")
     unknown = model_dir(tmp_path / "x")
     assert main(["templates", "install", "auto", str(unknown)]) == 2
-    assert "no built-in template fits" in capsys.readouterr().out
+    assert "no built-in template fits" in capsys.readouterr().err
     assert "response_template" not in saved(unknown)
 
 
 def test_install_errors_name_their_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     directory = model_dir(tmp_path / "m", response_template=QWEN3)
     assert main(["templates", "install", "qwen3", str(directory)]) == 2
-    assert "error [response_template_exists]" in capsys.readouterr().out
+    assert "error [response_template_exists]" in capsys.readouterr().err
     assert main(["templates", "install", "qwen3", str(directory), "--force"]) == 0
     assert saved(directory)["response_template"] == get_template("qwen3")
     assert main(["templates", "install", "qwen3", str(tmp_path / "nowhere")]) == 2
-    assert "error [no_tokenizer_config]" in capsys.readouterr().out
+    assert "error [no_tokenizer_config]" in capsys.readouterr().err
     assert main(["templates", "install", "no-such-family", str(directory)]) == 2
-    assert "error [template_not_found]" in capsys.readouterr().out
+    assert "error [unknown_template]" in capsys.readouterr().err
 
 
 def test_detect(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -69,4 +69,4 @@ def test_detect(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["templates", "detect", str(directory)]) == 0
     assert capsys.readouterr().out == "qwen3\n"
     assert main(["templates", "detect", str(model_dir(tmp_path / "x"))]) == 1
-    assert "no built-in template fits" in capsys.readouterr().out
+    assert "no built-in template fits" in capsys.readouterr().err

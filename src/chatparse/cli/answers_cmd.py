@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO, cast
 
 from chatparse.answers.check import check_answer
 from chatparse.answers.evaluate import BUILTIN, evaluate, format_report, load_dataset
 from chatparse.answers.generators import OpenAIGenerator, Pricing
 from chatparse.answers.prompts import PROMPTS
+from chatparse.cli.io import CliError, json_bytes, open_binary, open_output, read_text_file
+from chatparse.cli.io import report as report_error
+from chatparse.cli.tables import BOM
 from chatparse.errors import ChatparseError
 
 EXIT_OK = 0
@@ -75,23 +77,39 @@ def _add_eval(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 
 
 def run_check(args: argparse.Namespace) -> int:
-    """Exit 0 when every line passed, 1 when any failed, 2 on unreadable input."""
+    """Exit 0 when every line passed, 1 when any failed (a bad line is a failed line, and checking goes on
+    as in ``chatparse parse``), 2 when the input or the evidence file cannot be read at all."""
     try:
         default_evidence = _load_evidence(args.evidence) if args.evidence else None
-        with _open_in(args.input) as source, _open_out(args.output) as sink:
-            return _check_lines(source, sink, default_evidence)
-    except (OSError, _BadInput) as exc:
-        print(f"chatparse answers check: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        source = open_binary(args.input)
+        try:
+            sink = open_output(args.output)
+            failures = _check_lines(source, sink, default_evidence)
+            sink.flush()
+            if args.output != "-":
+                sink.close()
+        finally:
+            if args.input != "-":
+                source.close()
+    except ChatparseError as exc:
+        return report_error("answers check", exc)
+    return EXIT_FAILURES if failures else EXIT_OK
 
 
-def _check_lines(source: TextIO, sink: TextIO, default_evidence: Mapping[str, str] | None) -> int:
+def _check_lines(source: BinaryIO, sink: BinaryIO, default_evidence: Mapping[str, str] | None) -> int:
     failures = 0
-    for number, line in enumerate(source, start=1):
-        if not line.strip():
+    for number, raw in enumerate(source, start=1):
+        if number == 1:
+            raw = raw.removeprefix(BOM)
+        if not raw.strip():
             continue
-        record = _parse_line(line, number)
-        evidence = _evidence_for(record, default_evidence, number)
+        try:
+            record = _parse_line(raw, number)
+            evidence = _evidence_for(record, default_evidence, number)
+        except _BadInput as exc:
+            failures += 1
+            sink.write(json_bytes(_bad_line(number, exc)))
+            continue
         result = check_answer(record["output"], evidence)
         failures += not result.ok
         verdict = {
@@ -101,21 +119,37 @@ def _check_lines(source: TextIO, sink: TextIO, default_evidence: Mapping[str, st
             "stage": result.stage,
             "errors": [error.to_dict() for error in result.errors],
         }
-        sink.write(json.dumps(verdict, ensure_ascii=False) + "\n")
-    return EXIT_FAILURES if failures else EXIT_OK
+        sink.write(json_bytes(verdict))
+    return failures
 
 
 class _BadInput(Exception):
-    pass
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
-def _parse_line(line: str, number: int) -> dict[str, Any]:
+def _bad_line(number: int, exc: _BadInput) -> dict[str, Any]:
+    """The verdict of a line that is no answer record: stage 'input', its code, and the line number as id."""
+    return {"id": number, "ok": False, "status": None, "stage": "input",
+            "errors": [{"code": exc.code, "message": str(exc), "path": f"line {number}"}]}
+
+
+def _parse_line(raw: bytes, number: int) -> dict[str, Any]:
     try:
-        record = json.loads(line)
+        record = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise _BadInput("invalid_utf8", f"expected UTF-8 text on line {number}, found bytes that are not UTF-8 "
+                        f"at byte {exc.start}") from None
     except ValueError:
-        raise _BadInput(f"expected a JSON object per line, found invalid JSON on line {number}") from None
+        raise _BadInput("invalid_json", f"expected a JSON object per line, found invalid JSON on line {number}") \
+            from None
+    except RecursionError:
+        raise _BadInput("too_deep", f"expected a JSON object per line, found JSON nested too deeply on line "
+                        f"{number}") from None
     if not isinstance(record, dict) or not isinstance(record.get("output"), str):
-        raise _BadInput(f"expected an object with a string 'output', found something else on line {number}")
+        raise _BadInput("bad_line", f"expected an object with a string 'output', found something else on line "
+                        f"{number}")
     return record
 
 
@@ -124,42 +158,30 @@ def _evidence_for(
 ) -> Mapping[str, str]:
     evidence = record.get("evidence", default)
     if evidence is None:
-        raise _BadInput(f"expected 'evidence' on line {number} or --evidence, found neither")
-    return _as_evidence(evidence, f"line {number}")
+        raise _BadInput("missing_evidence", f"expected 'evidence' on line {number} or --evidence, found neither")
+    if not _is_evidence(evidence):
+        raise _BadInput("bad_evidence", f"expected evidence as an object of source_id to text, found something "
+                        f"else on line {number}")
+    return cast("Mapping[str, str]", evidence)
 
 
 def _load_evidence(path: Path) -> Mapping[str, str]:
+    text = read_text_file(str(path), "--evidence")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(text)
     except ValueError:
-        raise _BadInput(f"expected JSON in {path}, found invalid text") from None
-    return _as_evidence(data, str(path))
+        raise CliError(f"Expected JSON in {path}, found invalid text", code="invalid_json", path=str(path)) from None
+    except RecursionError:
+        raise CliError(f"Expected evidence in {path}, found JSON nested too deeply", code="too_deep",
+                       path=str(path)) from None
+    if not _is_evidence(data):
+        raise CliError(f"Expected evidence as an object of source_id to text, found something else in {path}",
+                       code="bad_evidence", path=str(path))
+    return cast("Mapping[str, str]", data)
 
 
-def _as_evidence(data: Any, where: str) -> Mapping[str, str]:
-    if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
-        raise _BadInput(
-            f"expected evidence as an object of source_id to text, found something else in {where}"
-        )
-    return data
-
-
-@contextmanager
-def _open_in(name: str) -> Iterator[TextIO]:
-    if name == "-":
-        yield sys.stdin
-        return
-    with open(name, encoding="utf-8") as handle:
-        yield handle
-
-
-@contextmanager
-def _open_out(name: str) -> Iterator[TextIO]:
-    if name == "-":
-        yield sys.stdout
-        return
-    with open(name, "w", encoding="utf-8") as handle:
-        yield handle
+def _is_evidence(data: Any) -> bool:
+    return isinstance(data, dict) and all(isinstance(v, str) for v in data.values())
 
 
 def run_eval(args: argparse.Namespace) -> int:
@@ -175,8 +197,7 @@ def run_eval(args: argparse.Namespace) -> int:
         with _open_log(args.log) as log:
             report = evaluate(dataset, prompts, generator_for=generator_for, log=log)
     except ChatparseError as exc:
-        print(f"chatparse answers eval: [{exc.code}] {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return report_error("answers eval", exc)
     print(format_report(report))
     return EXIT_OK
 

@@ -1,50 +1,193 @@
-"""Shared CLI plumbing: reading JSONL generations, loading a template by name or file, error output."""
+"""Shared CLI plumbing: exit codes, one error line format, reading files and ``@FILE`` arguments without
+tracebacks, resolving ``--template`` (name, file, model directory or model id) and writing JSON lines."""
 
 from __future__ import annotations
 
+import difflib
 import json
+import os
 import sys
-from collections.abc import Iterator
-from typing import IO, Any
+from pathlib import Path
+from typing import IO, Any, BinaryIO
 
 from chatparse.errors import ChatparseError
 from chatparse.template.compile import CompiledTemplate, load_template
 
+EXIT_OK = 0
+EXIT_FAILED = 1  # some inputs failed (rows, lines, checks); the rest was processed
+EXIT_USAGE = 2  # usage or setup error: bad options, unreadable input, unknown or invalid template
 
-def open_input(path: str) -> IO[str]:
-    return sys.stdin if path == "-" else open(path, encoding="utf-8")
+EXIT_CODES_HELP = """exit codes:
+  0  every input was processed without error
+  1  some inputs failed (each is reported with its code and location; the rest was processed)
+  2  usage or setup error (bad option, missing or unreadable file, unknown or invalid template)"""
 
-
-def read_records(stream: IO[str], *, prefix_key: str = "prefix") -> Iterator[tuple[int, dict[str, Any] | None, str]]:
-    """Yield ``(line_number, record, error)`` per non-blank line; a bare JSON string is an output."""
-    for number, line in enumerate(stream, 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            yield number, None, f"line {number}: expected a JSON object or string, found invalid JSON ({exc.msg})"
-            continue
-        if isinstance(data, str):
-            yield number, {"output": data, "prefix": ""}, ""
-        elif isinstance(data, dict) and isinstance(data.get("output"), str):
-            prefix = data.get(prefix_key, "")
-            record = {**data, "prefix": prefix if isinstance(prefix, str) else ""}
-            yield number, record, ""
-        else:
-            yield number, None, f"line {number}: expected {{\"output\": str, \"{prefix_key}\": str}} or a JSON string"
+_NOT_FOUND = ("template_not_found", "unknown_template")
 
 
-def load_template_arg(value: str) -> CompiledTemplate:
-    return load_template(value)
+class CliError(ChatparseError):
+    """A usage or setup error of the command line (exit code 2)."""
 
-
-def error_line(exc: ChatparseError, line: int | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"error": {"code": exc.code, "message": str(exc), **exc.location}}
-    if line is not None:
-        out["line"] = line
-    return out
+    code = "usage_error"
 
 
 def eprint(*parts: Any, end: str = "\n") -> None:
     print(*parts, file=sys.stderr, end=end, flush=True)
+
+
+def report(command: str, exc: ChatparseError) -> int:
+    """One line on stderr, ``chatparse CMD: error [code] (location): message``; returns exit code 2."""
+    where = ", ".join(f"{k}={v}" for k, v in exc.location.items())
+    eprint(f"chatparse {command}: error [{exc.code}]{' (' + where + ')' if where else ''}: {safe_text(str(exc))}")
+    return EXIT_USAGE
+
+
+def safe_text(text: str) -> str:
+    """Text any terminal encoding can print: lone surrogates (from JSON escapes) shown escaped."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+# --- reading ----------------------------------------------------------------------------------------------
+
+
+def open_binary(path: str) -> BinaryIO:
+    """An input file (``-``: stdin) opened for bytes; a missing file or a directory is a ``CliError``."""
+    if path == "-":
+        return sys.stdin.buffer
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise CliError(f"Expected an input file, found no file at {path!r}", code="file_not_found",
+                       path=path) from None
+    except IsADirectoryError:
+        raise CliError(f"Expected an input file, found the directory {path!r}; pass a file (or - for stdin)",
+                       code="is_a_directory", path=path) from None
+    except OSError as exc:
+        raise CliError(f"Cannot read {path!r}: {exc.strerror}", code="unreadable_input", path=path) from None
+
+
+def read_text_file(path: str, what: str) -> str:
+    """A whole UTF-8 text file; missing, directory or binary is a ``CliError`` naming ``what`` it was for."""
+    with open_binary(path) as handle:
+        data = handle.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CliError(f"Expected UTF-8 text for {what} in {path!r}, found bytes that are not UTF-8 at byte "
+                       f"{exc.start} (a binary file?)", code="invalid_utf8", path=path, offset=exc.start) from None
+
+
+def text_arg(value: str, what: str) -> str:
+    """An option's text, or the contents of the file named by ``@FILE``."""
+    return read_text_file(value[1:], what) if value.startswith("@") else value
+
+
+def open_output(path: str) -> BinaryIO:
+    if path == "-":
+        return sys.stdout.buffer
+    try:
+        return open(path, "wb")
+    except OSError as exc:
+        raise CliError(f"Cannot write {path!r}: {exc.strerror}", code="unwritable_output", path=path) from None
+
+
+# --- templates -----------------------------------------------------------------------------------------------
+
+
+def resolve_template(value: str) -> tuple[Any, CompiledTemplate]:
+    """``--template``: a built-in name (any case), a template file, a model directory or a Hugging Face model
+    id (detected). Returns what workers can load again and the compiled template; ``CliError`` or the
+    template's own ``TemplateError`` otherwise."""
+    try:
+        return value, load_template(value)
+    except ChatparseError as exc:
+        if exc.code not in _NOT_FOUND:
+            raise
+    name = _builtin_name(value)
+    if name is None and "/" in value and not Path(value).exists():
+        name = _detected(value)
+    if name is None:
+        raise _unknown_template(value)
+    return name, load_template(name)
+
+
+def _builtin_name(value: str) -> str | None:
+    from chatparse.templates import list_templates
+    from chatparse.templates.registry import normalize_name
+
+    wanted = normalize_name(value)
+    return next((name for name in list_templates() if normalize_name(name) == wanted), None)
+
+
+def _detected(model_id: str) -> str | None:
+    from chatparse.templates import detect_template
+
+    name = detect_template(model_id=model_id)
+    if name is not None:
+        eprint(f"chatparse: using the built-in template {name!r} for the model id {model_id!r}")
+    return name
+
+
+def _unknown_template(value: str) -> CliError:
+    from chatparse.templates import list_templates
+    from chatparse.templates.registry import normalize_name
+
+    if "/" in value and not Path(value).exists():
+        return CliError(
+            f"Expected a template, found {value!r}: no built-in template is detected for that model id and no "
+            "such file exists. Name a built-in template (`chatparse templates list`), or pass the model's "
+            "directory (`chatparse detect DIR`).", code="unknown_template", key=value)
+    names = {normalize_name(name): name for name in list_templates()}
+    close = difflib.get_close_matches(normalize_name(value), list(names), n=3, cutoff=0.6)
+    hint = f" Did you mean {' or '.join(repr(names[c]) for c in close)}?" if close else ""
+    return CliError(
+        f"Expected a built-in template name, a template file, a model directory or a model id; found {value!r}, "
+        f"which is none of these.{hint} `chatparse templates list` lists the built-in names.",
+        code="unknown_template", key=value)
+
+
+# --- writing ---------------------------------------------------------------------------------------------------
+
+
+def json_bytes(obj: Any) -> bytes:
+    """One JSON line as UTF-8; a lone surrogate (UTF-8 cannot hold it) is kept as its JSON escape."""
+    text = json.dumps(obj, ensure_ascii=False, default=json_default)
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(obj, default=json_default).encode("ascii") + b"\n"
+
+
+def json_default(value: Any) -> Any:
+    """Arrow and pandas values JSON lacks: dates as ISO text, bytes as UTF-8 text (else hex), others as str."""
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if isinstance(value, bytes | bytearray | memoryview):
+        data = bytes(value)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            return data.hex()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return str(value)
+
+
+def is_terminal(stream: IO[Any]) -> bool:
+    try:
+        return stream.isatty() and os.environ.get("TERM") != "dumb"
+    except (AttributeError, ValueError):
+        return False
+
+
+def write_json(obj: Any, *, pretty: bool | None = None, indent: int | None = 2) -> None:
+    """A JSON value on stdout: highlighted (and indented) on a terminal, one plain line otherwise."""
+    if pretty is None:
+        pretty = is_terminal(sys.stdout)
+    if pretty:
+        from rich.console import Console
+
+        Console(highlight=True, soft_wrap=True).print_json(json_bytes(obj).decode("utf-8"), indent=indent)
+    else:
+        sys.stdout.buffer.write(json_bytes(obj))
+        sys.stdout.buffer.flush()

@@ -1,63 +1,255 @@
-"""``chatparse parse``: JSONL generations in, one JSON message per line out."""
+"""``chatparse parse``: a dataset of generations (JSONL, Parquet or Arrow IPC; a file or stdin) in, every row
+with its parsed message (or its located error) and its input line/row number out, in input order."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-import time
 from typing import Any
 
-from chatparse.cli.io import eprint, error_line, load_template_arg, open_input, read_records
-from chatparse.engine.api import parse_response
+from chatparse.batch.rows import OUTPUT_FIELD, PREFIX_FIELD, TOOLS_FIELD, RowOptions
+from chatparse.cli.io import (
+    EXIT_CODES_HELP,
+    EXIT_FAILED,
+    EXIT_OK,
+    CliError,
+    is_terminal,
+    json_bytes,
+    read_text_file,
+    report,
+    resolve_template,
+    text_arg,
+)
+from chatparse.cli.parse_run import (
+    ERROR_KEY,
+    LINE_KEY,
+    ROW_KEY,
+    ChunkResult,
+    Pending,
+    RunConfig,
+    Worker,
+    run_jobs,
+    table_of,
+    with_row_numbers,
+)
+from chatparse.cli.progress import Progress
+from chatparse.cli.tables import FORMATS, JsonlSink, Source, TableSink, format_for, open_sink, open_source
 from chatparse.errors import ChatparseError
+
+DESCRIPTION = f"""\
+Parse every row of a generation dataset into a message. Each JSONL line is an object whose
+'{OUTPUT_FIELD}' holds the generated text and whose '{PREFIX_FIELD}' holds the prompt the model saw (a bare
+JSON string is an output without a prompt); Parquet and Arrow IPC inputs have those columns.
+
+JSONL output: each row keeps every input key and gains 'message' (or 'error': {{code, message,
+location}}) and 'line' (its 1-based input line; 'row', 0-based, for table input). Parquet/Arrow output:
+every input column, then typed columns role, thinking, content, tool_calls (list of {{name, arguments as
+JSON text}}), malformed, message (the whole message as JSON), error_code, error_message, error_location,
+then 'line' or 'row'. A row that fails never stops the run.
+
+The prompt is never assumed: a row without a prefix (or with one that is not text) fails with
+prefix_required / bad_prefix, unless --prefix gives one ('--prefix ""' opts out explicitly). Tools type
+the calls' arguments: a row's own 'tools' (a list, or its JSON text) or --tools FILE for every row.
+"""
+
+EPILOG = f"""\
+examples:
+  chatparse parse -t qwen3 rollouts.jsonl > parsed.jsonl
+  chatparse parse -t qwen3 -j 4 rollouts.parquet -o parsed.parquet --errors failed.jsonl
+  chatparse parse -t Qwen/Qwen3-8B --output-field response --prefix-field prompt dump.jsonl
+  chatparse parse -t qwen3 --ray auto s3-synced/rollouts/ -o parsed.parquet
+
+{EXIT_CODES_HELP}
+"""
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, found {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of 1 or more, found {value}")
+    return value
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("parse", help="parse JSONL generations into messages",
-                       description="Each input line is {\"output\": ..., \"prefix\": ...} or a bare JSON string. "
-                                   "Writes one JSON message per line; failures become {\"error\": ...} lines.")
-    p.add_argument("input", help="JSONL file, or - for stdin")
-    p.add_argument("--template", "-t", required=True, help="built-in template name or template/tokenizer_config file")
-    p.add_argument("--prefix-key", default="prefix", help="input key holding the prompt (default: prefix)")
+    p = sub.add_parser("parse", help="parse a dataset of generations (JSONL, Parquet, Arrow) into messages",
+                       description=DESCRIPTION, epilog=EPILOG)
+    p.add_argument("input", nargs="?", default="-", help="JSONL, Parquet or Arrow IPC file, or - for stdin (default)")
+    p.add_argument("--template", "-t", required=True,
+                   help="built-in name (any case), template file, model directory or Hugging Face model id")
+    p.add_argument("-o", "--output", default="-", help="output file, or - for stdout (default; pretty on a terminal)")
+    p.add_argument("--input-format", choices=FORMATS, help="default: from the file's first bytes or its suffix")
+    p.add_argument("--output-format", choices=FORMATS,
+                   help="default: from the output file's suffix (.parquet, .arrow), else jsonl")
+    p.add_argument("--output-field", default=OUTPUT_FIELD, metavar="NAME",
+                   help=f"input key or column with the generated text (default: {OUTPUT_FIELD})")
+    p.add_argument("--prefix-field", "--prefix-key", default=PREFIX_FIELD, metavar="NAME",
+                   help=f"input key or column with the prompt (default: {PREFIX_FIELD})")
+    p.add_argument("--prefix", metavar="TEXT|@FILE",
+                   help="prompt for rows without one (\"\" opts out of prompts); default: such rows fail")
+    p.add_argument("--tools", metavar="FILE", help="JSON list of tools for every row (a row's own 'tools' wins)")
+    p.add_argument("--message-field", default="message", metavar="NAME",
+                   help="output key (JSONL) or column (tables, as JSON text) of the message (default: message)")
     p.add_argument("--on-malformed", choices=("recover", "keep", "raise"), default="recover",
                    help="a tool call that does not parse: 'recover' (default) keeps the calls beside it and lists "
                         "the bad one under \"malformed\" with its raw text; 'keep' sets the whole region aside; "
-                        "'raise' fails the line")
+                        "'raise' fails the row")
     p.add_argument("--keep-malformed", action="store_const", const="keep", dest="on_malformed",
                    help="same as --on-malformed keep")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    p.add_argument("--errors", metavar="FILE",
+                   help="write failed rows here (format by suffix) instead of into the output")
+    p.add_argument("-j", "--jobs", type=positive_int, default=1, metavar="N",
+                   help="worker processes (default 1); output order is kept")
+    p.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
+                   help="run on Ray Data (Parquet input: a file or a directory); without ADDRESS a local "
+                        "instance with -j CPUs, 'auto' for the running cluster; needs chatparse[ray]")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary line on stderr")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        template = load_template_arg(args.template)
+        return _run(args)
     except ChatparseError as exc:
-        eprint(f"chatparse parse: {exc}")
-        return 2
-    failures = done = 0
-    started = last = time.monotonic()
-    with open_input(args.input) as stream:
-        for line, record, problem in read_records(stream, prefix_key=args.prefix_key):
-            done += 1
-            if record is None:
-                failures += 1
-                print(json.dumps({"line": line, "error": {"code": "bad_input_line", "message": problem}}))
+        return report("parse", exc)
+
+
+def _run(args: argparse.Namespace) -> int:
+    template, _ = resolve_template(args.template)
+    options = RowOptions(output_field=args.output_field, prefix_field=args.prefix_field, tools_field=TOOLS_FIELD,
+                         prefix=text_arg(args.prefix, "--prefix") if args.prefix is not None else None,
+                         tools=_tools_file(args.tools) if args.tools else None, on_malformed=args.on_malformed)
+    out_format = format_for(args.output, args.output_format)
+    if args.output == "-" and out_format != "jsonl" and is_terminal(sys.stdout):
+        raise CliError(f"Refusing to write {out_format} to a terminal; name a file with -o", code="binary_output")
+    config = RunConfig(template, options, args.message_field, table_output=out_format != "jsonl",
+                       split_errors=args.errors is not None)
+    worker = Worker(config)
+    if args.ray is not None:
+        return _run_ray(args, worker, out_format)
+    source = open_source(args.input, args.input_format)
+    try:
+        if source.schema is not None:
+            _check_schema(source.schema.names, worker)
+        output = Output(args, worker, out_format, source)
+        progress = Progress.for_stderr("parse", source.total, quiet=args.quiet)
+        try:
+            for result in run_jobs(config, source.jobs, args.jobs):
+                output.put(result)
+                progress.advance(result.consumed, result.rows, result.codes)
+            output.close()
+        finally:
+            progress.stop()
+    finally:
+        source.close()
+    progress.finish(f", {args.jobs} worker{'s' if args.jobs > 1 else ''}")
+    return EXIT_FAILED if progress.failed else EXIT_OK
+
+
+def _tools_file(path: str) -> list[Any]:
+    text = read_text_file(path, "--tools")
+    try:
+        tools = json.loads(text)
+    except (ValueError, RecursionError):
+        raise CliError(f"Expected a JSON list of tools in {path!r}, found text that is not JSON", code="bad_tools",
+                       path=path) from None
+    if not isinstance(tools, list):
+        raise CliError(f"Expected a JSON list of tools in {path!r}, found a JSON {type(tools).__name__}",
+                       code="bad_tools", path=path)
+    return tools
+
+
+def _check_schema(names: list[str], worker: Worker) -> None:
+    """A table input's problems that would fail every row are setup errors, found before any parsing."""
+    worker.batch.outcomes(names, lambda _name: [], 0)  # missing columns, typed-column collisions
+    added = [ROW_KEY] + ([] if worker.config.table_output else [worker.config.message_field, ERROR_KEY])
+    taken = [name for name in added if name in names]
+    if taken:
+        raise CliError(f"The input already has the column(s) {taken}, which chatparse parse adds; rename them "
+                       "(--message-field names the message)", code="column_collision")
+
+
+class Output:
+    """The output and error sinks; JSONL rows bound for a table wait here until the input ends."""
+
+    def __init__(self, args: argparse.Namespace, worker: Worker, out_format: str, source: Source | None) -> None:
+        self.worker = worker
+        pretty = args.output == "-" and out_format == "jsonl" and is_terminal(sys.stdout)
+        self.sink = open_sink(args.output, out_format, pretty=pretty)
+        self.errors = open_sink(args.errors, format_for(args.errors, None)) if args.errors else None
+        self.pending: dict[str, Pending] = {}
+        if source is not None and source.schema is not None:
+            schema = self._typed_schema(source.schema)
+            for sink in (self.sink, self.errors):
+                if isinstance(sink, TableSink):
+                    sink.open(schema)
+
+    def _typed_schema(self, schema: Any) -> Any:
+        import pyarrow as pa
+
+        return self.worker.batch.schema(schema).append(pa.field(ROW_KEY, pa.int64()))
+
+    def put(self, result: ChunkResult) -> None:
+        self._put(self.sink, result.good, "good")
+        if self.errors is not None:
+            self._put(self.errors, result.bad, "bad")
+
+    def _put(self, sink: JsonlSink | TableSink, data: Any, part: str) -> None:
+        if isinstance(data, Pending):
+            if isinstance(sink, JsonlSink):  # JSONL errors file of a run whose output is a table
+                sink.write_lines([_pending_line(self.worker, data, i) for i in range(len(data.numbers))])
+            else:
+                self.pending.setdefault(part, Pending()).extend(data)
+        elif isinstance(sink, JsonlSink):
+            sink.write_lines(data if isinstance(data, list) else self.worker.typed_json(data, _input_names(self.worker, data)))
+        elif data is not None and not isinstance(data, list):
+            sink.write_batch(data)
+        elif data:
+            raise CliError("internal: JSONL rows for a table output", code="internal_error")
+
+    def close(self) -> None:
+        for part, sink in (("good", self.sink), ("bad", self.errors)):
+            if sink is None:
                 continue
-            try:
-                message = parse_response(record["output"], template, prefix=record["prefix"],
-                                         tools=record.get("tools"),
-                                         on_malformed=args.on_malformed)
-                print(json.dumps(message, ensure_ascii=False))
-            except ChatparseError as exc:
-                failures += 1
-                print(json.dumps(error_line(exc, line), ensure_ascii=False))
-            now = time.monotonic()
-            if not args.quiet and now - last > 1.0:
-                eprint(f"\r{done} parsed, {failures} failed, {done / (now - started):.0f}/s", end="")
-                last = now
-    if not args.quiet:
-        eprint(f"{done} parsed, {failures} failed")
-    sys.stdout.flush()
-    return 1 if failures else 0
+            if isinstance(sink, TableSink) and sink.writer is None:  # JSONL input (or no rows): build it now
+                table = table_of(self.pending.pop(part, Pending()), self.worker)
+                sink.open(table.schema)
+                for batch in table.to_batches():
+                    sink.write_batch(batch)
+            sink.close()
+
+
+def _pending_line(worker: Worker, pending: Pending, index: int) -> bytes:
+    return json_bytes(worker.json_row(pending.records[index], pending.outcomes[index], pending.numbers[index]))
+
+
+def _input_names(worker: Worker, typed: Any) -> list[str]:
+    added = {*worker.batch.names.values(), ROW_KEY}
+    return [name for name in typed.schema.names if name not in added]
+
+
+def _run_ray(args: argparse.Namespace, worker: Worker, out_format: str) -> int:
+    from chatparse.cli.ray_run import ray_tables
+
+    output = Output(args, worker, out_format, None)
+    progress = Progress.for_stderr("parse", None, quiet=args.quiet)
+    start = 0
+    try:
+        for table, names in ray_tables(args.input, args.ray or None, worker.batch, cpus=args.jobs,
+                                       check=lambda names: _check_schema(names, worker)):
+            typed = with_row_numbers(table, start)
+            start += table.num_rows
+            result = worker.route(typed, names, consumed=table.num_rows)
+            output.put(result)
+            progress.advance(result.consumed, result.rows, result.codes)
+        output.close()
+    finally:
+        progress.stop()
+    progress.finish(", Ray")
+    return EXIT_FAILED if progress.failed else EXIT_OK
+
+
+__all__ = ["LINE_KEY", "ROW_KEY", "add_parser", "run"]

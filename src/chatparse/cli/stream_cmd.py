@@ -1,46 +1,58 @@
-"""``chatparse stream``: feed one generation in small chunks and print every event as it happens."""
+"""``chatparse stream``: feed one generation in small chunks and print every event as it happens, one JSON
+object per line (prompt-opened regions carry ``"prefill": true``; the last line is the final message)."""
 
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 from typing import Any
 
-from chatparse.cli.io import eprint, load_template_arg
+from chatparse.cli.io import EXIT_FAILED, EXIT_OK, is_terminal, report, resolve_template, text_arg, write_json
+from chatparse.cli.parse_cmd import positive_int
 from chatparse.engine.parser import ResponseParser
 from chatparse.errors import ChatparseError
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("stream", help="show a generation's events live, chunk by chunk")
-    p.add_argument("--template", "-t", required=True, help="built-in template name or template file")
+    p = sub.add_parser(
+        "stream", help="show a generation's events live, chunk by chunk, as JSONL",
+        description="Prints one JSON object per line: each event ({'type': 'region_open'|'region_chunk'|"
+                    "'region_close'|'region_malformed', ...}; events of regions the prompt opened have "
+                    "'prefill': true), then {'type': 'message', 'message': {...}}. Indented and highlighted "
+                    "on a terminal.")
+    p.add_argument("--template", "-t", required=True,
+                   help="built-in name (any case), template file, model directory or Hugging Face model id")
     p.add_argument("--output", required=True, help="the generated text, or @FILE to read it from a file")
-    p.add_argument("--prefix", default="", help="the prompt (or @FILE)")
-    p.add_argument("--chunk", type=int, default=4, help="characters per feed (default 4)")
+    p.add_argument("--prefix", required=True,
+                   help="the prompt the model saw, or @FILE; --prefix '' opts out explicitly")
+    p.add_argument("--chunk", type=positive_int, default=4, help="characters per feed, 1 or more (default 4)")
     p.set_defaults(func=run)
-
-
-def _text(value: str) -> str:
-    if value.startswith("@"):
-        with open(value[1:], encoding="utf-8") as f:
-            return f.read()
-    return value
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        parser = ResponseParser(load_template_arg(args.template), _text(args.prefix))
-        output = _text(args.output)
-        for event in parser.initial_events:
-            print("initial", json.dumps(event, ensure_ascii=False))
-        for i in range(0, len(output), max(1, args.chunk)):
-            for event in parser.feed(output[i : i + args.chunk]):
-                print(json.dumps(event, ensure_ascii=False))
-        message, final = parser.finalize()
+        _, template = resolve_template(args.template)
+        prefix = text_arg(args.prefix, "--prefix")
+        output = text_arg(args.output, "--output")
+        parser = ResponseParser(template, prefix)
     except ChatparseError as exc:
-        eprint(f"chatparse stream: [{exc.code}] {exc}")
-        return 1
+        return report("stream", exc)
+    pretty = is_terminal(sys.stdout)
+    for event in parser.initial_events:
+        write_json_line({**event, "prefill": True}, pretty=pretty)
+    try:
+        for i in range(0, len(output), args.chunk):
+            for event in parser.feed(output[i : i + args.chunk]):
+                write_json_line(event, pretty=pretty)
+        message, final = parser.finalize()
+    except ChatparseError as exc:  # the generation itself failed (on_malformed="raise")
+        report("stream", exc)
+        return EXIT_FAILED
     for event in final:
-        print(json.dumps(event, ensure_ascii=False))
-    print("message", json.dumps(message, ensure_ascii=False))
-    return 0
+        write_json_line(event, pretty=pretty)
+    write_json_line({"type": "message", "message": message}, pretty=pretty)
+    return EXIT_OK
+
+
+def write_json_line(obj: dict[str, Any], *, pretty: bool) -> None:
+    write_json(obj, pretty=pretty, indent=None)  # one event per line, highlighted on a terminal

@@ -4,27 +4,29 @@
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 import warnings
 from typing import Any
 
+from chatparse.cli.io import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError, report, resolve_template, write_json
 from chatparse.cli.tokenizer_cmd import add_parsers as add_tokenizer_parsers
-from chatparse.errors import ChatparseError, TemplateWarning
-from chatparse.template.compile import load_template
+from chatparse.errors import ChatparseError, TemplateError, TemplateWarning
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("templates", help="built-in templates: list, show, check, install, detect")
     tsub = p.add_subparsers(dest="templates_command", metavar="ACTION")
     tsub.add_parser("list", help="one line per built-in template").set_defaults(func=run_list)
-    show = tsub.add_parser("show", help="print a built-in template with its metadata")
-    show.add_argument("name")
+    show = tsub.add_parser("show", help="print a built-in template (anchors, fields) with its metadata",
+                           description="Prints the family's record as JSON: name, models, sources, notes, ..., "
+                                       "and 'template', the response template itself.")
+    show.add_argument("name", help="a built-in name (any case, . or _), e.g. qwen3.5")
     show.set_defaults(func=run_show)
     check = tsub.add_parser("check", help="load and validate a template file; report problems with locations")
     check.add_argument("file", help="template JSON, tokenizer_config.json, or a built-in name")
     check.set_defaults(func=run_check)
     add_tokenizer_parsers(tsub)  # install, detect
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+    p.set_defaults(func=lambda args: (p.print_help(sys.stderr), EXIT_USAGE)[1])
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -39,28 +41,35 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from chatparse.templates import template_info
+    from chatparse.templates import get_template, list_templates, template_info
 
     try:
-        print(json.dumps(template_info(args.name), indent=2, ensure_ascii=False))
+        name, _ = resolve_template(args.name)
+        if name not in list_templates():
+            raise CliError(f"Expected a built-in template name, found {args.name!r} (a file or a template); "
+                           "`chatparse templates list` lists the names", code="unknown_template", key=args.name)
+        record = {"name": name, **template_info(name), "template": get_template(name)}
     except ChatparseError as exc:
-        print(f"chatparse templates show: [{exc.code}] {exc}")
-        return 2
-    return 0
+        return report("templates show", exc)
+    write_json(record)
+    return EXIT_OK
 
 
 def run_check(args: argparse.Namespace) -> int:
+    """Findings go to stdout (exit 1 for an error); a name or file that is not there is exit 2."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", TemplateWarning)
         try:
-            compiled = load_template(args.file)
-        except ChatparseError as exc:
+            _, compiled = resolve_template(args.file)
+        except TemplateError as exc:
             where = ", ".join(f"{k}={v}" for k, v in exc.location.items())
             print(f"error [{exc.code}]{' (' + where + ')' if where else ''}: {exc}")
-            return 1
+            return EXIT_FAILED
+        except ChatparseError as exc:
+            return report("templates check", exc)
     for warning in caught:
         print(f"warning: {warning.message}")
     kind = "chatparse-only (uses extension parsers)" if compiled.chatparse_only else "transformers-compatible"
     print(f"ok: {len(compiled.fields)} fields ({', '.join(compiled.fields)}), implicit field: "
           f"{compiled.implicit or 'none'}; {kind}")
-    return 0
+    return EXIT_OK

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from chatparse.cli.io import EXIT_OK, EXIT_USAGE, eprint, report, resolve_template
 from chatparse.errors import ChatparseError
 
 AUTO = "auto"
@@ -25,25 +26,22 @@ def add_parsers(tsub: Any) -> None:
 
 
 def _error(command: str, exc: ChatparseError) -> int:
-    where = ", ".join(f"{k}={v}" for k, v in exc.location.items())
-    print(f"chatparse templates {command}: error [{exc.code}]{' (' + where + ')' if where else ''}: {exc}")
-    return 2
+    return report(f"templates {command}", exc)
 
 
 def run_install(args: argparse.Namespace) -> int:
     from chatparse.integrations.tokenizer_config import detect_directory, install_response_template
-    from chatparse.template.compile import load_template
 
     try:
         name = args.name
         if name == AUTO:
             name = detect_directory(args.dir)
             if name is None:
-                print(f"chatparse templates install: no built-in template fits {args.dir}; name one "
-                      "(`chatparse templates list`)")
-                return 2
+                eprint(f"chatparse templates install: no built-in template fits {args.dir}; name one "
+                       "(`chatparse templates list`)")
+                return EXIT_USAGE
+        name, compiled = resolve_template(name)
         path = install_response_template(args.dir, name, force=args.force)
-        compiled = load_template(name)
     except ChatparseError as exc:
         return _error("install", exc)
     print(f"wrote the response_template {name!r} to {path}")
@@ -53,18 +51,11 @@ def run_install(args: argparse.Namespace) -> int:
     else:
         print("transformers-compatible: AutoTokenizer.from_pretrained(DIR).parse_response(...) uses it, and so "
               "does chatparse.integrations.transformers.parse_response(ids, tokenizer=tok, prefix=...)")
-    return 0
+    return EXIT_OK
 
 
 def run_detect(args: argparse.Namespace) -> int:
-    from chatparse.integrations.tokenizer_config import detect_directory
+    """The same as ``chatparse detect DIR``."""
+    from chatparse.cli.detect_cmd import run
 
-    try:
-        name = detect_directory(args.dir)
-    except ChatparseError as exc:
-        return _error("detect", exc)
-    if name is None:
-        print(f"no built-in template fits {args.dir}")
-        return 1
-    print(name)
-    return 0
+    return run(argparse.Namespace(model=args.dir))

@@ -1,0 +1,233 @@
+"""Input and output formats of ``chatparse parse``: JSONL (a UTF-8 BOM is skipped), Parquet and Arrow IPC,
+from files or stdin. Readers cut the input into numbered jobs; writers take finished chunks in order."""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from chatparse.cli.io import CliError, open_binary, open_output
+
+FORMATS = ("jsonl", "parquet", "arrow")
+_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".arrow": "arrow", ".feather": "arrow", ".ipc": "arrow",
+             ".arrows": "arrow"}
+BOM = b"\xef\xbb\xbf"
+SNIFF = 4096
+LINES_PER_JOB = 256
+ROWS_PER_JOB = 1024
+
+
+@dataclass
+class LinesJob:
+    """JSONL lines; ``start`` is the 1-based number of the first (blank lines are kept, to keep the count)."""
+
+    start: int
+    lines: list[bytes]
+
+
+@dataclass
+class BatchJob:
+    """A slice of a table; ``start`` is the 0-based index of its first row."""
+
+    start: int
+    batch: Any  # pyarrow.RecordBatch
+
+
+@dataclass
+class Source:
+    """An opened input: its format, the jobs, the row count when known and the Arrow schema of a table."""
+
+    format: str
+    jobs: Iterator[LinesJob] | Iterator[BatchJob]
+    total: int | None = None
+    schema: Any = None
+    _handles: list[BinaryIO] = field(default_factory=list)
+
+    def close(self) -> None:
+        for handle in self._handles:
+            if handle is not sys.stdin.buffer:
+                handle.close()
+
+
+def format_for(path: str, given: str | None, default: str = "jsonl") -> str:
+    """The format named by the option, else by the file's suffix, else ``default`` (also for stdin/stdout)."""
+    if given:
+        return given
+    return default if path == "-" else _SUFFIXES.get(Path(path).suffix.lower(), default)
+
+
+def pyarrow_module() -> Any:
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:
+        raise CliError("Parquet and Arrow files need pyarrow, which is not installed: pip install "
+                       "'chatparse[batch]'", code="missing_dependency") from None
+    return pyarrow
+
+
+def open_source(path: str, given: str | None) -> Source:
+    handle = open_binary(path)
+    head = handle.peek(SNIFF)[:SNIFF] if hasattr(handle, "peek") else b""
+    kind = given or _sniff(head) or format_for(path, None)
+    if kind == "jsonl":
+        if b"\0" in head.removeprefix(BOM)[:SNIFF]:
+            handle.close()
+            raise CliError(f"Expected JSONL, Parquet or Arrow input, found binary data in {path!r} (a NUL byte in "
+                           "its first bytes); name the format with --input-format if it is one of these",
+                           code="binary_input", path=path)
+        total = _count_lines(path) if path != "-" else None
+        return Source("jsonl", _line_jobs(handle), total, _handles=[handle])
+    return _table_source(path, handle, kind)
+
+
+def _sniff(head: bytes) -> str | None:
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    if head.startswith(b"ARROW1") or head.startswith(b"\xff\xff\xff\xff"):
+        return "arrow"
+    return None
+
+
+def _count_lines(path: str) -> int | None:
+    """Lines in a regular file (for the progress bar); None for pipes and devices."""
+    try:
+        if not Path(path).is_file():
+            return None
+        count = last = 0
+        with open(path, "rb") as handle:
+            while block := handle.read(1 << 20):
+                count += block.count(b"\n")
+                last = block[-1]
+        return count + (last not in (0, 10))
+    except OSError:
+        return None
+
+
+def _line_jobs(handle: BinaryIO) -> Iterator[LinesJob]:
+    start, lines = 1, []
+    for number, line in enumerate(handle, 1):
+        if number == 1:
+            line = line.removeprefix(BOM)
+        lines.append(line)
+        if len(lines) == LINES_PER_JOB:
+            yield LinesJob(start, lines)
+            start, lines = number + 1, []
+    if lines:
+        yield LinesJob(start, lines)
+
+
+def _table_source(path: str, handle: BinaryIO, kind: str) -> Source:
+    pa = pyarrow_module()
+    source: Any = handle if path != "-" else io.BytesIO(handle.read())  # Parquet needs to seek
+    try:
+        if kind == "parquet":
+            parquet = pa.parquet.ParquetFile(source)
+            batches = parquet.iter_batches(batch_size=ROWS_PER_JOB)
+            return Source("parquet", _batch_jobs(batches), parquet.metadata.num_rows, parquet.schema_arrow,
+                          [handle])
+        if kind == "arrow":
+            return _arrow_source(pa, source, handle)
+    except (pa.ArrowException, OSError) as exc:
+        handle.close()
+        raise CliError(f"Expected a {kind} file in {path!r}, found data pyarrow cannot read: {exc}",
+                       code="unreadable_input", path=path) from None
+    raise CliError(f"Unknown input format {kind!r}; expected one of {', '.join(FORMATS)}", code="bad_format")
+
+
+def _arrow_source(pa: Any, source: Any, handle: BinaryIO) -> Source:
+    """The IPC file format (``ARROW1``, random access) or the stream format."""
+    head = source.read(6)
+    source.seek(0)
+    if head == b"ARROW1":
+        reader = pa.ipc.open_file(source)
+        batches = [reader.get_batch(i) for i in range(reader.num_record_batches)]
+        return Source("arrow", _batch_jobs(iter(batches)), sum(b.num_rows for b in batches), reader.schema,
+                      [handle])
+    stream = pa.ipc.open_stream(source)
+    return Source("arrow", _batch_jobs(stream), None, stream.schema, [handle])
+
+
+def _batch_jobs(batches: Any) -> Iterator[BatchJob]:
+    start = 0
+    for batch in batches:
+        for offset in range(0, max(batch.num_rows, 1), ROWS_PER_JOB):
+            piece = batch.slice(offset, ROWS_PER_JOB)
+            if piece.num_rows:
+                yield BatchJob(start, piece)
+                start += piece.num_rows
+
+
+# --- writers -------------------------------------------------------------------------------------------------
+
+
+class JsonlSink:
+    """JSON lines to a file or stdout; ``pretty`` prints each row indented and highlighted (a terminal)."""
+
+    format = "jsonl"
+
+    def __init__(self, path: str, *, pretty: bool = False) -> None:
+        self.handle = open_output(path)
+        self.path = path
+        self.pretty = pretty
+        self.rows = 0
+
+    def write_lines(self, data: list[bytes]) -> None:
+        self.rows += len(data)
+        if self.pretty:
+            from rich.console import Console
+
+            console = Console(highlight=True, soft_wrap=True)
+            for line in data:
+                console.print_json(line.decode("utf-8"))
+            return
+        self.handle.write(b"".join(data))
+
+    def close(self) -> None:
+        self.handle.flush()
+        if self.path != "-":
+            self.handle.close()
+
+
+class TableSink:
+    """Arrow record batches to a Parquet or Arrow IPC file (or stdout); the first batch fixes the schema."""
+
+    def __init__(self, path: str, kind: str) -> None:
+        self.pa = pyarrow_module()
+        self.format = kind
+        self.path = path
+        self.handle = open_output(path)
+        self.writer: Any = None
+        self.rows = 0
+
+    def write_batch(self, batch: Any) -> None:
+        """A record batch or a table (the schema of every write must be the first one's)."""
+        if self.writer is None:
+            self.open(batch.schema)
+        self.rows += batch.num_rows
+        self.writer.write(batch)
+
+    def open(self, schema: Any) -> None:
+        if self.format == "parquet":
+            self.writer = self.pa.parquet.ParquetWriter(self.handle, schema)
+        else:
+            self.writer = self.pa.ipc.new_file(self.handle, schema)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.handle.flush()
+        if self.path != "-":
+            self.handle.close()
+
+
+def open_sink(path: str, kind: str, *, pretty: bool = False) -> JsonlSink | TableSink:
+    if kind == "jsonl":
+        return JsonlSink(path, pretty=pretty)
+    if kind in ("parquet", "arrow"):
+        return TableSink(path, kind)
+    raise CliError(f"Unknown output format {kind!r}; expected one of {', '.join(FORMATS)}", code="bad_format")

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chatparse.errors import ChatparseError
+from chatparse.errors import ChatparseError, InputTypeError
 from chatparse.strict_json import StrictJSONError, loads
 
 # y_: must parse, to exactly this value (names follow JSONTestSuite's categories; cases are ours).
@@ -266,3 +266,29 @@ def test_arbitrary_bytes_raise_only_strict_json_errors(raw: bytes) -> None:
         loads(raw)
     except StrictJSONError as exc:
         assert exc.code
+
+
+# --- input types (issue 13) --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("raw", [bytearray(b'{"a": [1]}'), memoryview(b'{"a": [1]}')])
+def test_bytearray_and_memoryview_are_read_as_bytes(raw: bytearray | memoryview) -> None:
+    assert loads(raw) == {"a": [1]}
+
+
+def test_bytes_likes_keep_the_bytes_rules() -> None:
+    with pytest.raises(StrictJSONError) as caught:
+        loads(bytearray(b'{"a": "\xff"}'))
+    assert caught.value.code == "invalid_utf8"
+    with pytest.raises(StrictJSONError) as caught:
+        loads(memoryview(b"[1, 2]"), max_bytes=3)
+    assert caught.value.code == "too_large"
+
+
+@pytest.mark.parametrize("raw", [None, 5, 1.5, ["{}"], {"a": 1}, object()])
+def test_other_types_are_a_named_type_error(raw: Any) -> None:
+    """They used to escape as AttributeError ('NoneType' object has no attribute 'encode')."""
+    with pytest.raises(InputTypeError) as caught:
+        loads(raw)
+    assert caught.value.code == "bad_input_type" and isinstance(caught.value, TypeError)
+    assert f"found {type(raw).__name__}" in str(caught.value)

@@ -134,6 +134,13 @@ class UsageError(ChatparseError, RuntimeError):
     code = "usage_error"
 
 
+class InputTypeError(UsageError, TypeError):
+    """An argument of the wrong Python type (``feed(None)``, ``loads(5)``): a ``TypeError``, as the standard
+    library raises for it."""
+
+    code = "bad_input_type"
+
+
 class PrefixRequiredError(ChatparseError, ValueError):
     """``prefix`` was omitted; ``prefix=""`` opts out explicitly."""
 
@@ -150,6 +157,7 @@ __all__ = [
     "ChatparseError",
     "ContentNestingError",
     "ContentParseError",
+    "InputTypeError",
     "MissingFieldError",
     "OutputError",
     "PrefixRequiredError",

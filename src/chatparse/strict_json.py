@@ -10,7 +10,7 @@ import re
 import sys
 from typing import Any, Final
 
-from chatparse.errors import ChatparseError
+from chatparse.errors import ChatparseError, InputTypeError
 
 DEFAULT_MAX_DEPTH: Final = 64
 _UTF8_BOM: Final = b"\xef\xbb\xbf"
@@ -45,15 +45,31 @@ class StrictJSONError(ChatparseError, ValueError):
 
 
 def loads(
-    raw: str | bytes, *, max_bytes: int | None = None, max_depth: int | None = DEFAULT_MAX_DEPTH
+    raw: str | bytes | bytearray | memoryview, *, max_bytes: int | None = None,
+    max_depth: int | None = DEFAULT_MAX_DEPTH,
 ) -> Any:
     """Parse exactly one JSON value surrounded by optional JSON whitespace.
 
-    Objects become ``dict``, arrays ``list``, integers ``int``, other numbers ``float``.
+    Objects become ``dict``, arrays ``list``, integers ``int``, other numbers ``float``. ``bytearray`` and
+    ``memoryview`` are read as ``bytes``; any other non-text type is an ``InputTypeError`` (a ``TypeError``).
     ``max_bytes`` bounds the UTF-8 size before parsing; ``max_depth`` bounds container nesting.
     """
-    text = _decode(raw, max_bytes)
+    text = _decode(as_text_or_bytes(raw, "strict_json.loads()"), max_bytes)
     return _Parser(text, max_depth).parse_document()
+
+
+def as_text_or_bytes(raw: object, where: str) -> str | bytes:
+    """``raw`` as ``str`` or ``bytes`` (a ``bytearray`` or ``memoryview`` is copied to ``bytes``); any other
+    type is an ``InputTypeError`` naming ``where``."""
+    if isinstance(raw, str | bytes):
+        return raw
+    if isinstance(raw, bytearray | memoryview):
+        return bytes(raw)
+    raise InputTypeError(
+        f"{where} expected JSON text as str or bytes (bytearray and memoryview are read as bytes), found "
+        f"{type(raw).__name__}. Pass the JSON text itself.",
+        found=type(raw).__name__,
+    )
 
 
 def _decode(raw: str | bytes, max_bytes: int | None) -> str:

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from chatparse.answers.check import ERROR_CODES, STAGES, check_answer
 from chatparse.answers.model import GroundedAnswer
+from chatparse.errors import InputTypeError
 
 from .conftest import EDU_LIMIT_BLOCK, dump
 
@@ -404,3 +405,31 @@ def test_any_text_gets_a_verdict_never_an_exception(raw: str) -> None:
 def test_any_bytes_get_a_verdict(raw: bytes) -> None:
     result = check_answer(raw, {})
     assert result.ok or result.errors
+
+
+# Caller mistakes (issue 13): a named TypeError, never a verdict on the model --------------------------
+
+
+@pytest.mark.parametrize("raw", [None, 5, ["{}"]])
+def test_raw_of_another_type_is_a_named_type_error(raw: object, evidence: dict[str, str]) -> None:
+    with pytest.raises(InputTypeError) as caught:
+        check_answer(raw, evidence)  # type: ignore[arg-type]
+    assert caught.value.code == "bad_input_type" and isinstance(caught.value, TypeError)
+
+
+def test_bytearray_and_memoryview_are_checked_like_bytes(evidence: dict[str, str]) -> None:
+    raw = dump().encode()
+    assert check_answer(bytearray(raw), evidence).ok and check_answer(memoryview(raw), evidence).ok
+
+
+@pytest.mark.parametrize(
+    ("bad", "found"),
+    [(None, "found NoneType"), ([("edu#2", EDU_LIMIT_BLOCK)], "found list"), ({"edu#2": 5}, "found int for source_id 'edu#2'"),
+     ({"edu#2": None}, "found NoneType for source_id 'edu#2'"), ({1: "x"}, "a key of type int")],
+)
+def test_evidence_of_the_wrong_type_is_a_named_type_error(bad: object, found: str) -> None:
+    """{"edu#2": 5} used to escape as TypeError ('argument of type int is not iterable') from the
+    grounding stage, only when a citation named that block."""
+    with pytest.raises(InputTypeError) as caught:
+        check_answer(dump(), bad)  # type: ignore[arg-type]
+    assert caught.value.code == "bad_input_type" and found in str(caught.value)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from chatparse.answers.check import check_answer
 from chatparse.answers.model import GroundedAnswer
 from chatparse.answers.stream import AnswerStream, ProvisionalView
-from chatparse.errors import UsageError
+from chatparse.errors import InputTypeError, UsageError
 
 from .conftest import dump
 
@@ -126,3 +126,19 @@ def test_random_splits_give_the_decoded_answer(status: str, answer: str, seed: i
     clean = "".join(ch for ch in answer if not "\ud800" <= ch <= "\udfff")
     assert stream.view.answer_text == clean
     assert stream.view.status == status
+
+
+@pytest.mark.parametrize("chunk", [None, b'{"status"', 5])
+def test_feed_of_another_type_is_a_named_type_error(chunk: object, evidence: dict[str, str]) -> None:
+    stream = AnswerStream(evidence)
+    stream.feed('{"status": ')
+    with pytest.raises(InputTypeError) as caught:
+        stream.feed(chunk)  # type: ignore[arg-type]
+    assert caught.value.code == "bad_input_type"
+    assert stream.text == '{"status": '  # nothing of the refused chunk was taken
+
+
+@pytest.mark.parametrize("bad", [None, {"edu#2": 5}, [("edu#2", "x")]])
+def test_evidence_of_the_wrong_type_is_refused_at_construction(bad: object) -> None:
+    with pytest.raises(InputTypeError):
+        AnswerStream(bad)  # type: ignore[arg-type]

@@ -22,7 +22,8 @@ from chatparse.answers.model import (
     STATUSES,
     GroundedAnswer,
 )
-from chatparse.strict_json import StrictJSONError, loads
+from chatparse.errors import InputTypeError, excerpt
+from chatparse.strict_json import StrictJSONError, as_text_or_bytes, loads
 
 VALIDATOR_VERSION: Final = "answer-check/1"
 """Bump when any rule changes; quotes are matched exactly (no Unicode or whitespace normalization)."""
@@ -81,8 +82,13 @@ class _Failed(Exception):
         self.claimed_status = claimed_status
 
 
-def check_answer(raw: str | bytes, evidence: Mapping[str, str]) -> AnswerCheck:
-    """Validate one raw generation against the blocks that were actually in the prompt."""
+def check_answer(raw: str | bytes | bytearray | memoryview, evidence: Mapping[str, str]) -> AnswerCheck:
+    """Validate one raw generation against the blocks that were actually in the prompt.
+
+    ``raw`` of another type, or ``evidence`` that is not a mapping of ``str`` to ``str``, is the caller's
+    fault: an ``InputTypeError`` (a ``TypeError``), never a verdict on the model."""
+    raw = as_text_or_bytes(raw, "check_answer()")
+    check_evidence(evidence, "check_answer()")
     try:
         answer = _run_stages(raw, evidence)
     except _Failed as failed:
@@ -94,6 +100,29 @@ def check_answer(raw: str | bytes, evidence: Mapping[str, str]) -> AnswerCheck:
             claimed_status=failed.claimed_status,
         )
     return AnswerCheck(ok=True, answer=answer, stage="grounding", claimed_status=answer.status)
+
+
+def check_evidence(evidence: object, where: str) -> None:
+    """Evidence is a mapping of ``source_id`` to block text, both ``str``; anything else is named."""
+    if not isinstance(evidence, Mapping):
+        raise InputTypeError(
+            f"{where} expected evidence as a mapping of source_id to block text, found {type(evidence).__name__}. "
+            "Pass {source_id: text} for the blocks that were in the prompt.",
+            found=type(evidence).__name__,
+        )
+    for source_id, block in evidence.items():
+        if not isinstance(source_id, str):
+            raise InputTypeError(
+                f"{where} expected every source_id in evidence to be a str, found a key of type "
+                f"{type(source_id).__name__}. Key the blocks by their string ids.",
+                found=type(source_id).__name__,
+            )
+        if not isinstance(block, str):
+            raise InputTypeError(
+                f"{where} expected the block text of every source_id to be a str, found "
+                f"{type(block).__name__} for source_id {excerpt(source_id)}. Pass each block's text.",
+                key=source_id, found=type(block).__name__,
+            )
 
 
 def _run_stages(raw: str | bytes, evidence: Mapping[str, str]) -> GroundedAnswer:
@@ -406,4 +435,5 @@ __all__ = [
     "AnswerCheck",
     "AnswerError",
     "check_answer",
+    "check_evidence",
 ]

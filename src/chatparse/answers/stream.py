@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from chatparse.answers.check import AnswerCheck, check_answer
+from chatparse.answers.check import AnswerCheck, check_answer, check_evidence
 from chatparse.answers.model import STATUSES
-from chatparse.errors import UsageError
+from chatparse.errors import InputTypeError, UsageError
 from chatparse.strict_json import JSON_ESCAPES
 
 _HEX: Final = frozenset("0123456789abcdefABCDEF")
@@ -147,6 +147,7 @@ class AnswerStream:
     """Feed JSON text chunks; read ``view`` for display; call ``finish()`` for the checked result."""
 
     def __init__(self, evidence: Mapping[str, str]) -> None:
+        check_evidence(evidence, "AnswerStream()")
         self._evidence = dict(evidence)
         self._chunks: list[str] = []
         self._scanner = _TopLevelScanner()
@@ -157,6 +158,9 @@ class AnswerStream:
             raise UsageError(
                 "expected feed() before finish(), found the stream already finished", code="stream_finished"
             )
+        if not isinstance(chunk, str):
+            raise InputTypeError(f"AnswerStream.feed() expected a str chunk, found {type(chunk).__name__}. "
+                                 "Decode bytes before feeding them.", found=type(chunk).__name__)
         self._chunks.append(chunk)
         self._scanner.feed(chunk)
         return self._scanner.view()

@@ -6,8 +6,8 @@ from collections.abc import Iterable
 from typing import Any, overload
 
 from chatparse.engine.limits import Limits
-from chatparse.engine.parser import InputTypeError, OnMalformed, ResponseParser
-from chatparse.errors import ChatparseError, EngineFault, PrefixRequiredError
+from chatparse.engine.parser import OnMalformed, ResponseParser
+from chatparse.errors import ChatparseError, EngineFault, InputTypeError, PrefixRequiredError
 from chatparse.template.compile import load_template
 
 _UNSET: Any = object()

@@ -24,6 +24,7 @@ from chatparse.errors import (
     ContentNestingError,
     ContentParseError,
     EngineFault,
+    InputTypeError,
     InvalidUtf8Error,
     MissingFieldError,
     OutputError,
@@ -54,12 +55,6 @@ _Watch = tuple[int, CompiledField | None, DelimiterScanner]
 # (single trigger character or None, trigger pattern, lead-run test or None, the fast path may hold a
 # trailing lead run itself, field, dirty)
 _QuietEntry = tuple[str | None, Any, Callable[[str], bool] | None, bool, str, bool]
-
-
-class InputTypeError(UsageError, TypeError):
-    """``feed`` was given something other than ``str``."""
-
-    code = "bad_input_type"
 
 
 class ResponseParser:

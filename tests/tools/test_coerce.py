@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chatparse.tools import Coercion, ToolArgumentError, coerce_arguments
+from chatparse.tools import Coercion, ToolArgumentError, ToolDefinitionError, coerce_arguments
+from chatparse.tools import coerce as coerce_module
 
 STR_LIST = {"type": "array", "items": {"type": "string"}}
 INT_LIST = {"type": "array", "items": {"type": "integer"}}
@@ -353,3 +354,79 @@ def test_recursive_schema_depth_is_bounded() -> None:
     assert caught.value.code == "too_deep"
     shallow: dict[str, Any] = {"child": {"child": {}}}
     assert coerce_arguments({"root": shallow}, tree) == {"root": shallow}
+
+
+# --- hostile schemas and values (issue 13): named errors, never TypeError/ValueError/RecursionError ----
+
+
+def nested_list(depth: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(("schema", "keyword"), [
+    ({"enum": 5}, "enum"), ({"type": 5}, "type"), ({"type": ["integer", 5]}, "type"), ({"enum": "ab"}, "enum"),
+    ({"anyOf": [{"type": {"t": 1}}]}, "type"),
+])
+def test_a_type_or_enum_of_the_wrong_shape_is_a_named_schema_error(schema: dict[str, Any], keyword: str) -> None:
+    """`"enum": 5` and `"type": 5` used to escape as TypeError ('int' object is not iterable)."""
+    with pytest.raises(ToolDefinitionError) as caught:
+        one(schema, 1)
+    assert (caught.value.code, caught.value.key, caught.value.path) == ("invalid_schema", keyword, "$.x")
+    assert f"Expected '{keyword}' to be" in str(caught.value) and "Fix the tool's parameters schema" in str(caught.value)
+
+
+@pytest.mark.parametrize("schema", [{"type": "string"}, {"enum": [1]}, {"const": 1}, {"anyOf": [{"type": "boolean"}]}])
+def test_an_integer_past_the_digit_limit_is_described_not_written(schema: dict[str, Any]) -> None:
+    """str(10**5000) raises ValueError (4,300-digit limit): the messages used to crash with it."""
+    error = rejection(schema, 10**5000)
+    assert "<integer of about 5001 digits>" in str(error) and len(str(error)) < 400
+    assert one({"type": "integer"}, 10**5000) == 10**5000  # a valid value stays as it is
+
+
+@pytest.mark.parametrize("schema", [{"type": "string"}, {"enum": [[1]]}, {"const": [1]}, {"anyOf": [{"type": "null"}]}])
+def test_a_list_nested_a_thousand_deep_gets_a_short_message(schema: dict[str, Any]) -> None:
+    """repr/json.dumps of the value used to raise RecursionError."""
+    error = rejection(schema, nested_list(1000))
+    assert error.code in ("wrong_type", "invalid_choice") and len(str(error)) < 600
+    deep = nested_list(1000)
+    assert one({"const": nested_list(1000)}, deep) is deep  # deep equality is iterative
+
+
+@pytest.mark.parametrize("key", [None, 1, ("a",)])
+def test_a_key_that_is_not_a_string_is_a_wrong_type_issue(key: Any) -> None:
+    """A None key used to escape as TypeError from the path formatter."""
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    with pytest.raises(ToolArgumentError) as caught:
+        coerce_arguments({key: 1, "a": "2"}, schema)
+    assert caught.value.code == "wrong_type" and caught.value.path == "$"
+    assert "expected string keys" in str(caught.value)
+
+
+def test_a_self_referring_union_is_a_named_schema_error() -> None:
+    schema = {"$defs": {"A": {"anyOf": [{"$ref": "#/$defs/A"}]}}, "type": "object",
+              "properties": {"x": {"$ref": "#/$defs/A"}}}
+    with pytest.raises(ToolDefinitionError) as caught:
+        coerce_arguments({"x": 1}, schema)
+    assert caught.value.code == "invalid_schema" and caught.value.path == "$.x"
+
+
+def test_unions_nested_in_unions_stop_at_the_tries_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each level doubles the tries (2^30 unbounded); the budget ends it with a named error."""
+    monkeypatch.setattr(coerce_module, "MAX_UNION_TRIES", 1000)
+    schema: dict[str, Any] = {"type": "integer"}
+    for _ in range(30):
+        schema = {"anyOf": [schema, schema]}
+    with pytest.raises(ToolDefinitionError) as caught:
+        one(schema, "x")
+    assert caught.value.code == "schema_too_complex"
+    assert one({"anyOf": [{"anyOf": [{"type": "integer"}]}]}, "5") == 5  # shallow nesting is unaffected
+
+
+def test_a_cyclic_schema_is_described_briefly() -> None:
+    cyclic: dict[str, Any] = {"type": "array"}
+    cyclic["items"] = cyclic
+    error = rejection(cyclic, "x")
+    assert error.code == "wrong_type" and "array of array of" in str(error) and len(str(error)) < 300

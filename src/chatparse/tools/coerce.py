@@ -12,7 +12,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chatparse.tools.errors import NearJSONError, ToolArgumentError, combine_argument_errors
+from chatparse.tools.errors import (
+    NearJSONError,
+    ToolArgumentError,
+    ToolDefinitionError,
+    combine_argument_errors,
+)
 from chatparse.tools.jsonvalue import (
     PathPart,
     describe_value,
@@ -20,12 +25,18 @@ from chatparse.tools.jsonvalue import (
     json_type,
     read_json_number,
     same_json_value,
+    short_repr,
 )
 from chatparse.tools.near_json import MAX_DEPTH, parse_near_json
 
 _TRUE, _FALSE, _NULL = ("true", "1"), ("false", "0"), ("null", "None")
 _CONTAINER_OPENERS = {"array": "[", "object": "{"}
 _SHOWN_CHOICES = 20
+_SHOWN_CHARS = 200  # of one value in a message
+# Schemas nested (anyOf, $ref) deeper than this without a level of the value are a cycle: a schema error.
+MAX_SCHEMA_NESTING = 2 * MAX_DEPTH + 32
+# anyOf/oneOf branches tried for one call at most: unions nested in unions multiply the tries.
+MAX_UNION_TRIES = 100_000
 
 
 @dataclass(frozen=True)
@@ -79,13 +90,15 @@ def coerce_value(
 class _Coercer:
     """One coercion pass: walks value and schema together, collecting issues and fixes."""
 
-    def __init__(self, root: Mapping[str, Any]) -> None:
+    def __init__(self, root: Mapping[str, Any], nesting: int = 0, tries: list[int] | None = None) -> None:
         self.root = root
         self.issues: list[ToolArgumentError] = []
         self.coercions: list[Coercion] = []
+        self.nesting = nesting  # value() calls open on the stack (a probe starts at its parent's)
+        self.tries = [0] if tries is None else tries  # union branches tried, shared with every probe
 
     def fork(self) -> _Coercer:
-        return _Coercer(self.root)
+        return _Coercer(self.root, self.nesting, self.tries)
 
     def arguments(self, arguments: Mapping[str, Any] | str) -> dict[str, Any]:
         if isinstance(arguments, str):
@@ -127,6 +140,21 @@ class _Coercer:
 
     def value(self, value: Any, schema: Any, path: tuple[PathPart, ...]) -> Any:
         schema = self.resolve(schema)
+        _check_keywords(schema, path)
+        if self.nesting >= MAX_SCHEMA_NESTING:
+            raise ToolDefinitionError(
+                f"Expected a parameters schema that reaches a type within {MAX_SCHEMA_NESTING} levels of anyOf, "
+                f"oneOf and $ref; found deeper nesting at {format_path(path)} (a $ref that refers back to "
+                "itself?). Fix the tool's parameters schema.",
+                code="invalid_schema", path=format_path(path),
+            )
+        self.nesting += 1
+        try:
+            return self._value(value, schema, path)
+        finally:
+            self.nesting -= 1
+
+    def _value(self, value: Any, schema: Mapping[str, Any], path: tuple[PathPart, ...]) -> Any:
         if json_type(value) is None:
             return value  # not a JSON value (e.g. a model instance): left for the validator
         if len(path) > MAX_DEPTH:
@@ -223,6 +251,14 @@ class _Coercer:
         ordered = sorted(branches, key=lambda b: "string" in schema_types(self.resolve(b)))  # stable: string last
         attempts: list[_Coercer] = []
         for branch in ordered:
+            self.tries[0] += 1
+            if self.tries[0] > MAX_UNION_TRIES:
+                raise ToolDefinitionError(
+                    f"Expected a parameters schema whose anyOf/oneOf branches take at most {MAX_UNION_TRIES:,} "
+                    f"tries for one call; found more at {format_path(path)} (unions nested in unions multiply "
+                    "the tries). Flatten the nested unions.",
+                    code="schema_too_complex", path=format_path(path),
+                )
             probe = self.fork()
             result = probe.value(value, branch, path)
             if not probe.issues:
@@ -251,7 +287,11 @@ class _Coercer:
         extra = schema.get("additionalProperties", properties is None)
         out: dict[str, Any] = {}
         for key, item in value.items():
-            if properties is not None and key in properties:
+            if not isinstance(key, str):  # only a Python caller can write one: JSON keys are strings
+                found = describe_value(key)
+                self.issue(path, "wrong_type", f"expected string keys; found the key {found}.",
+                           expected="string key", found=found)
+            elif properties is not None and key in properties:
                 out[key] = self.value(item, properties[key], (*path, key))
             elif isinstance(extra, Mapping):
                 out[key] = self.value(item, extra, (*path, key))
@@ -294,11 +334,11 @@ class _Coercer:
         self.issue(path, "wrong_type", f"expected {expected}; found {found}.", expected=expected, found=found)
 
     def invalid_choice(self, path: tuple[PathPart, ...], value: Any, allowed: list[Any]) -> None:
-        shown = ", ".join(json.dumps(v, ensure_ascii=False) for v in allowed[:_SHOWN_CHOICES])
+        shown = ", ".join(short_repr(v, _SHOWN_CHARS, as_json=True) for v in allowed[:_SHOWN_CHOICES])
         if len(allowed) > _SHOWN_CHOICES:
             shown += f", … ({len(allowed)} options in total)"
         hint = _closest(value, allowed)
-        message = f"expected one of {shown}; got {json.dumps(value, ensure_ascii=False, default=repr)}.{hint}"
+        message = f"expected one of {shown}; got {short_repr(value, _SHOWN_CHARS, as_json=True)}.{hint}"
         self.issue(path, "invalid_choice", message, got=value, allowed=allowed)
 
     def missing_argument(self, path: tuple[PathPart, ...], required: list[str]) -> None:
@@ -315,11 +355,36 @@ class _Coercer:
 _FAILED: Any = object()
 
 
-def schema_types(schema: Mapping[str, Any]) -> list[str]:
-    """The JSON types a schema accepts, in declared order (``nullable`` adds ``null``)."""
+def _check_keywords(schema: Mapping[str, Any], path: tuple[PathPart, ...]) -> None:
+    """``type`` and ``enum`` decide which values are valid: of the wrong shape, the schema is named wrong
+    (a ``ToolDefinitionError``) rather than read as "any value" or crashing."""
     declared = schema.get("type")
-    kinds = [declared] if isinstance(declared, str) else [t for t in declared or [] if isinstance(t, str)]
-    if not kinds and "enum" in schema:
+    if declared is not None and not _is_type_names(declared):
+        _bad_keyword("type", "a JSON type name or an array of them", declared, path)
+    if "enum" in schema and not isinstance(schema["enum"], list):
+        _bad_keyword("enum", "an array of the allowed values", schema["enum"], path)
+
+
+def _is_type_names(declared: Any) -> bool:
+    return isinstance(declared, str) or (isinstance(declared, list) and all(isinstance(t, str) for t in declared))
+
+
+def _bad_keyword(keyword: str, expected: str, found: Any, path: tuple[PathPart, ...]) -> None:
+    where = format_path(path)
+    raise ToolDefinitionError(
+        f"Expected '{keyword}' to be {expected}; found {describe_value(found)} in the schema of the argument at "
+        f"{where}. Fix the tool's parameters schema.",
+        code="invalid_schema", key=keyword, path=where,
+    )
+
+
+def schema_types(schema: Mapping[str, Any]) -> list[str]:
+    """The JSON types a schema accepts, in declared order (``nullable`` adds ``null``). Keywords of the
+    wrong shape count as absent here; ``coerce_arguments`` names them."""
+    declared = schema.get("type")
+    kinds = [declared] if isinstance(declared, str) else [t for t in declared if isinstance(t, str)] \
+        if isinstance(declared, list) else []
+    if not kinds and isinstance(schema.get("enum"), list):
         kinds = _kinds_of(schema["enum"])
     if not kinds and "const" in schema:
         kinds = _kinds_of([schema["const"]])
@@ -334,23 +399,32 @@ def schema_types(schema: Mapping[str, Any]) -> list[str]:
 
 def describe_schema(schema: Mapping[str, Any]) -> str:
     """A short human description: ``integer``, ``array of string``, ``integer or null``."""
+    return _describe(schema, [_DESCRIBED_SCHEMAS])
+
+
+_DESCRIBED_SCHEMAS = 16  # schemas described at most (a deep, wide or cyclic schema stays short): then "…"
+
+
+def _describe(schema: Mapping[str, Any], budget: list[int]) -> str:
+    budget[0] -= 1
+    if budget[0] < 0:
+        return "…"
     for union in ("anyOf", "oneOf"):
         if isinstance(schema.get(union), list):
-            parts = [describe_schema(b) if isinstance(b, Mapping) else "any" for b in schema[union]]
+            parts = [_describe(b, budget) if isinstance(b, Mapping) else "any" for b in schema[union][:_DESCRIBED_SCHEMAS]]
             if schema.get("nullable"):
                 parts.append("null")
-            return " or ".join(parts)
+            return " or ".join(dict.fromkeys(parts))
     kinds = schema_types(schema)
     if not kinds:
         return "any value"
-    words = [_describe_kind(kind, schema) for kind in kinds]
-    return " or ".join(words)
+    return " or ".join(_describe_kind(kind, schema, budget) for kind in kinds)
 
 
-def _describe_kind(kind: str, schema: Mapping[str, Any]) -> str:
+def _describe_kind(kind: str, schema: Mapping[str, Any], budget: list[int]) -> str:
     items = schema.get("items")
     if kind == "array" and isinstance(items, Mapping) and schema_types(items):
-        return f"array of {describe_schema(items)}"
+        return f"array of {_describe(items, budget)}"
     return kind
 
 

@@ -129,3 +129,56 @@ def test_one_stall_is_forgiven_once_per_message() -> None:
     assert timeouts[1] >= timeouts[0] * (GRACE - 1)
     with pytest.raises(chatparse.RegexBudgetError):
         budget.run(stalls, "f", "close")
+
+
+# --- nesting and size of the template's own values (issue 13) ------------------------------------
+
+
+def _nested(depth: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _template(**top: Any) -> dict[str, Any]:
+    return {"start_anchor": "A", "fields": {"c": {}}, **top}
+
+
+@pytest.mark.parametrize("template", [
+    _template(defaults={"c": _nested(2000)}),  # json.dumps (the cache key) and copy.deepcopy recursed
+    _template(defaults={"c": _nested(65)}),
+    {"start_anchor": "A", "fields": {"c": {"open": "<c>", "transform": {"v": _nested(100)}}}},
+    {"start_anchor": "A", "fields": {"c": {"open": "<c>", "content": "json", "content_args": {"x": _nested(100)}}}},
+], ids=["defaults 2000 deep", "defaults 65 deep", "transform", "content_args"])
+def test_a_template_nested_too_deep_is_named(template: dict[str, Any]) -> None:
+    error = load_error(template)
+    assert error.code == "too_deep" and "at most 64 levels" in str(error) and len(str(error)) < 400
+
+
+def test_deeply_nested_json_text_is_named() -> None:
+    """900 levels parse as JSON (under the recursion limit), then used to fail copying the defaults."""
+    text = '{"start_anchor": "A", "defaults": {"c": ' + "[" * 900 + "]" * 900 + '}, "fields": {"c": {}}}'
+    with pytest.raises(TemplateError) as caught:
+        chatparse.load_template(text)
+    assert caught.value.code == "too_deep"
+
+
+def test_a_template_that_holds_itself_is_named() -> None:
+    cyclic: dict[str, Any] = {"x": 1}
+    cyclic["self"] = cyclic
+    assert load_error(_template(defaults={"c": cyclic})).code == "too_deep"
+
+
+def test_shared_values_count_per_use() -> None:
+    """60 levels of [d, d] are 2^60 values once written out: hashing the template never ended."""
+    shared: list[Any] = [1]
+    for _ in range(60):
+        shared = [shared, shared]
+    error = load_error(_template(defaults={"c": shared}))
+    assert error.code == "too_large" and "100,000 values" in str(error)
+
+
+def test_templates_within_the_limits_load_unchanged() -> None:
+    compiled = chatparse.load_template(_template(defaults={"c": _nested(60)}))
+    assert compiled.defaults["c"] == _nested(60)

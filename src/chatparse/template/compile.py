@@ -139,6 +139,8 @@ def _fail(message: str, code: str, *, field: str | None = None, key: str | None 
 MAX_PATTERN_LENGTH = 4096
 MAX_REPEAT_COUNT = 1000
 MAX_REPEAT_PRODUCT = 100_000
+MAX_NESTING = 64  # levels of dicts and lists in a template (the built-ins use at most 7)
+MAX_VALUES = 100_000  # values in a template (the built-ins hold at most 125)
 
 
 def check_pattern_limits(source: str, *, field: str | None, key: str, scope: str) -> None:
@@ -242,6 +244,47 @@ def _literal_list(raw: Any, *, key: str, field: str | None, scope: str) -> list[
         raise _fail(f"{scope}: '{key}' literals cannot be empty strings; an empty delimiter would match "
                     f"everywhere. {fix}.", "empty_literal", field=field, key=key)
     return literals
+
+
+def _check_nesting(spec: Any) -> None:
+    """Refuse a template nested deeper than ``MAX_NESTING`` (or holding itself), or holding more than
+    ``MAX_VALUES`` values (a dict or list shared N times counts N times), before anything recurses into it:
+    copying ``defaults`` or hashing the template would fail with ``RecursionError`` or never end. Iterative,
+    and each shared dict or list is measured once."""
+    measured: dict[int, tuple[int, int]] = {}  # id -> (levels, values)
+    open_ids: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(spec, False)]
+    while stack:
+        node, closing = stack.pop()
+        children = [c for c in _children(node) if isinstance(c, Mapping | list | tuple)]
+        if closing:
+            open_ids.discard(id(node))
+            levels = 1 + max((measured[id(c)][0] for c in children), default=0)
+            scalars = len(_children(node)) - len(children)
+            values = 1 + scalars + sum(measured[id(c)][1] for c in children)
+            if levels > MAX_NESTING:
+                raise _nesting_error(f"{levels} levels", "too_deep")
+            if values > MAX_VALUES:
+                raise _nesting_error(f"{values:,} values", "too_large")
+            measured[id(node)] = (levels, values)
+        elif id(node) in open_ids:
+            raise _nesting_error("a dict or list that contains itself", "too_deep")
+        elif id(node) not in measured:
+            open_ids.add(id(node))
+            stack.append((node, True))
+            stack.extend((child, False) for child in children)
+
+
+def _children(node: Any) -> list[Any]:
+    return list(node.values()) if isinstance(node, Mapping) else list(node) if isinstance(node, list | tuple) else []
+
+
+def _nesting_error(found: str, code: str) -> TemplateError:
+    expected = f"at most {MAX_NESTING} levels of dicts and lists" if code == "too_deep" else \
+        f"at most {MAX_VALUES:,} values, each use of a shared dict or list counted"
+    return _fail(f"Expected a response template of {expected} (a template is a few levels deep and holds a few "
+                 f"hundred values), found {found}. Flatten the nested values (defaults, transform, content_args).",
+                 code)
 
 
 def _check_shape(spec: Any) -> None:
@@ -384,6 +427,7 @@ def _check_no_orphan_captures(name: str, *delims: Delimiter | None) -> None:
 def compile_template(spec: Any) -> CompiledTemplate:
     """Validate and compile a v1 template dict."""
     _check_shape(spec)
+    _check_nesting(spec)
     fields = {name: _build_field(name, raw) for name, raw in spec["fields"].items()}
     implicit = [name for name, f in fields.items() if f.implicit]
     if len(implicit) > 1:
@@ -494,6 +538,7 @@ _CACHE_SIZE = 64
 
 def _compile_cached(spec: Mapping[str, Any]) -> CompiledTemplate:
     """Compiled templates are immutable, so the same dict compiles once (keyed by its canonical JSON)."""
+    _check_nesting(spec)  # before hashing: a deep or self-multiplying dict would not hash in bounded time
     try:
         key = json.dumps(spec, sort_keys=True)
     except (TypeError, ValueError):

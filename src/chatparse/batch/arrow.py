@@ -106,6 +106,10 @@ class BatchParser:
             return self._arrow(batch)
         if kind == "pandas":
             return self._pandas(batch)
+        if kind == "datasets" and hasattr(batch, "pa_table"):
+            # datasets infers a dict batch's types from its values (an all-null column has none), so its
+            # Arrow table is parsed instead: every batch then has the same schema
+            return self._arrow(batch.pa_table)
         if isinstance(batch, Mapping):
             return self._columns(batch)
         raise UsageError(f"Expected a pyarrow Table or RecordBatch, a pandas DataFrame or a dict of columns, found "
@@ -162,7 +166,8 @@ class BatchParser:
         return pa.Table.from_arrays(arrays, schema=schema)
 
     def _pandas(self, frame: Any) -> Any:
-        outcomes = self.outcomes(list(frame.columns), lambda n: frame[n].tolist(), len(frame))
+        outcomes = self.outcomes(list(frame.columns), lambda n: [_none_if_na(v) for v in frame[n].tolist()],
+                                 len(frame))
         out = frame.copy()
         for name, values in self.columns(outcomes).items():
             out[name] = values
@@ -179,6 +184,13 @@ class BatchParser:
 def parse_batch(batch: Any, template: Any, **options: Any) -> Any:
     """``BatchParser(template, **options)(batch)``: one call for one batch."""
     return BatchParser(template, **options)(batch)
+
+
+def _none_if_na(value: Any) -> Any:
+    """pandas' missing values (NaN in a text column, pd.NA) as None, the missing value of a row."""
+    if (isinstance(value, float) and value != value) or type(value).__name__ == "NAType":
+        return None
+    return value
 
 
 def _as_list(values: Any) -> list[Any]:

@@ -8,12 +8,13 @@ import json
 from importlib import resources
 from typing import Any
 
+from chatparse.cli.parse_cmd import positive_int
 from chatparse.engine.parser import ResponseParser
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("demo", help="parse shipped sample generations, offline")
-    p.add_argument("--chunk", type=int, default=8, help="characters per feed (default 8)")
+    p.add_argument("--chunk", type=positive_int, default=8, help="characters per feed, 1 or more (default 8)")
     p.set_defaults(func=run)
 
 
@@ -30,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
         for event in parser.initial_events:
             print("   (prefill)", _show(event))
         output: str = sample["output"]
-        for i in range(0, len(output), max(1, args.chunk)):
+        for i in range(0, len(output), args.chunk):
             for event in parser.feed(output[i : i + args.chunk]):
                 print("  ", _show(event))
         message, final = parser.finalize()

@@ -4,7 +4,6 @@ from files or stdin. Readers cut the input into numbered jobs; writers take fini
 from __future__ import annotations
 
 import io
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,9 +47,8 @@ class Source:
     _handles: list[BinaryIO] = field(default_factory=list)
 
     def close(self) -> None:
-        for handle in self._handles:
-            if handle is not sys.stdin.buffer:
-                handle.close()
+        for handle in self._handles:  # files this source opened (never stdin)
+            handle.close()
 
 
 def format_for(path: str, given: str | None, default: str = "jsonl") -> str:
@@ -72,7 +70,9 @@ def pyarrow_module() -> Any:
 
 def open_source(path: str, given: str | None) -> Source:
     handle = open_binary(path)
-    head = handle.peek(SNIFF)[:SNIFF] if hasattr(handle, "peek") else b""
+    if not hasattr(handle, "peek"):
+        handle = io.BufferedReader(handle)  # type: ignore[arg-type,type-var]  # to peek
+    head = handle.peek(SNIFF)[:SNIFF]
     kind = given or _sniff(head) or format_for(path, None)
     if kind == "jsonl":
         if b"\0" in head.removeprefix(BOM)[:SNIFF]:
@@ -81,7 +81,7 @@ def open_source(path: str, given: str | None) -> Source:
                            "its first bytes); name the format with --input-format if it is one of these",
                            code="binary_input", path=path)
         total = _count_lines(path) if path != "-" else None
-        return Source("jsonl", _line_jobs(handle), total, _handles=[handle])
+        return Source("jsonl", _line_jobs(handle), total, _handles=[] if path == "-" else [handle])
     return _table_source(path, handle, kind)
 
 
@@ -124,32 +124,32 @@ def _line_jobs(handle: BinaryIO) -> Iterator[LinesJob]:
 def _table_source(path: str, handle: BinaryIO, kind: str) -> Source:
     pa = pyarrow_module()
     source: Any = handle if path != "-" else io.BytesIO(handle.read())  # Parquet needs to seek
+    owned = [] if path == "-" else [handle]
     try:
         if kind == "parquet":
             parquet = pa.parquet.ParquetFile(source)
             batches = parquet.iter_batches(batch_size=ROWS_PER_JOB)
-            return Source("parquet", _batch_jobs(batches), parquet.metadata.num_rows, parquet.schema_arrow,
-                          [handle])
+            return Source("parquet", _batch_jobs(batches), parquet.metadata.num_rows, parquet.schema_arrow, owned)
         if kind == "arrow":
-            return _arrow_source(pa, source, handle)
+            return _arrow_source(pa, source, owned)
     except (pa.ArrowException, OSError) as exc:
-        handle.close()
+        for opened in owned:
+            opened.close()
         raise CliError(f"Expected a {kind} file in {path!r}, found data pyarrow cannot read: {exc}",
                        code="unreadable_input", path=path) from None
     raise CliError(f"Unknown input format {kind!r}; expected one of {', '.join(FORMATS)}", code="bad_format")
 
 
-def _arrow_source(pa: Any, source: Any, handle: BinaryIO) -> Source:
+def _arrow_source(pa: Any, source: Any, owned: list[BinaryIO]) -> Source:
     """The IPC file format (``ARROW1``, random access) or the stream format."""
     head = source.read(6)
     source.seek(0)
     if head == b"ARROW1":
         reader = pa.ipc.open_file(source)
         batches = [reader.get_batch(i) for i in range(reader.num_record_batches)]
-        return Source("arrow", _batch_jobs(iter(batches)), sum(b.num_rows for b in batches), reader.schema,
-                      [handle])
+        return Source("arrow", _batch_jobs(iter(batches)), sum(b.num_rows for b in batches), reader.schema, owned)
     stream = pa.ipc.open_stream(source)
-    return Source("arrow", _batch_jobs(stream), None, stream.schema, [handle])
+    return Source("arrow", _batch_jobs(stream), None, stream.schema, owned)
 
 
 def _batch_jobs(batches: Any) -> Iterator[BatchJob]:

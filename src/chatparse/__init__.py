@@ -44,6 +44,7 @@ _LAZY = {
     "list_templates": "chatparse.templates",
     "get_template": "chatparse.templates",
     "detect_template": "chatparse.templates",
+    "synthesize_template": "chatparse.synthesize",
 }
 
 

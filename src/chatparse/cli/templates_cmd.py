@@ -9,12 +9,13 @@ import warnings
 from typing import Any
 
 from chatparse.cli.io import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError, report, resolve_template, write_json
+from chatparse.cli.synthesize_cmd import add_parser as add_synthesize_parser
 from chatparse.cli.tokenizer_cmd import add_parsers as add_tokenizer_parsers
 from chatparse.errors import ChatparseError, TemplateError, TemplateWarning
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("templates", help="built-in templates: list, show, check, install, detect")
+    p = sub.add_parser("templates", help="built-in templates: list, show, check, install, detect, synthesize")
     tsub = p.add_subparsers(dest="templates_command", metavar="ACTION")
     tsub.add_parser("list", help="one line per built-in template").set_defaults(func=run_list)
     show = tsub.add_parser("show", help="print a built-in template (anchors, fields) with its metadata",
@@ -26,6 +27,7 @@ def add_parser(sub: Any) -> None:
     check.add_argument("file", help="template JSON, tokenizer_config.json, or a built-in name")
     check.set_defaults(func=run_check)
     add_tokenizer_parsers(tsub)  # install, detect
+    add_synthesize_parser(tsub)
     p.set_defaults(func=lambda args: (p.print_help(sys.stderr), EXIT_USAGE)[1])
 
 

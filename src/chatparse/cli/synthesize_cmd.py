@@ -1,0 +1,87 @@
+"""``chatparse templates synthesize PATH``: a response template from a model's chat template (a
+tokenizer_config.json, a ``.jinja`` file or a model directory), proved by a round trip. Exit 0 when every
+generated message round-trips, 1 when some do not (the failing probes are named), 2 when no template could
+be inferred (the reason is named)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from chatparse.cli.io import EXIT_FAILED, EXIT_OK, EXIT_USAGE, eprint, report, safe_text
+from chatparse.errors import ChatparseError
+
+
+def add_parser(tsub: Any) -> None:
+    p = tsub.add_parser("synthesize", help="infer a response template from a chat template and prove it")
+    p.add_argument("path", help="a tokenizer_config.json, a .jinja chat template, or a model directory")
+    p.add_argument("--explain", action="store_true",
+                   help="print the inferred markers, the generation prompts and the evidence before the template")
+    p.add_argument("--json", action="store_true", help="one JSON object: template, prompts, markers and report")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the template to FILE instead of stdout")
+    p.add_argument("--messages", type=int, default=200, metavar="N",
+                   help="generated messages to round-trip (default 200; 0 skips the proof)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the generated messages")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a template keyword argument (JSON value, else text), e.g. --set eos_token='<|im_end|>'")
+    p.set_defaults(func=run)
+
+
+def _kwargs(pairs: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set expects KEY=VALUE, found {pair!r}")
+        try:
+            out[key] = json.loads(value)
+        except ValueError:
+            out[key] = value
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from chatparse.synthesize import read_chat_template, synthesize_template
+    from chatparse.synthesize.explain import explain, markers, report_lines
+
+    try:
+        source, kwargs, added, stops = read_chat_template(args.path)
+        kwargs.update(_kwargs(args.set))
+        result = synthesize_template(source, verify_messages=args.messages, seed=args.seed, special_tokens=added,
+                                     end_tokens=stops, **kwargs)
+    except ValueError as exc:
+        if isinstance(exc, ChatparseError):
+            return report("templates synthesize", exc)
+        eprint(f"chatparse templates synthesize: error [bad_option]: {safe_text(str(exc))}")
+        return EXIT_USAGE
+    except ChatparseError as exc:
+        return report("templates synthesize", exc)
+    template_text = json.dumps(result.template, indent=2, ensure_ascii=False)
+    if args.json:
+        print(json.dumps({"template": result.template, "exact": result.exact, "markers": markers(result),
+                          "prompts": {p.label: p.prefill for p in result.prompts},
+                          "evidence": [f"[{t}] {e}" for t, e in result.format.evidence],
+                          "notes": result.format.notes,
+                          "report": result.report.to_dict() if result.report else None}, indent=2, ensure_ascii=False))
+    else:
+        if args.explain:
+            print(explain(result))
+            print()
+        if args.output:
+            with open(args.output, "w", encoding="utf-8") as out:
+                out.write(template_text + "\n")
+        else:
+            print(template_text)
+    if result.report is None:
+        eprint("chatparse templates synthesize: not verified (--messages 0)")
+        return EXIT_OK
+    if not args.explain:
+        for line in report_lines(result.report)[:2]:
+            eprint(f"chatparse templates synthesize: {line}")
+    if result.exact:
+        return EXIT_OK
+    failed = sorted({f"{c.case} after '{c.prompt}'" for c in result.report.failures})
+    eprint(f"chatparse templates synthesize: not exact: {len(result.report.failures)} of {result.report.checks} "
+           f"parses differ ({', '.join(failed[:8])}{' ...' if len(failed) > 8 else ''}); --explain shows them")
+    return EXIT_FAILED

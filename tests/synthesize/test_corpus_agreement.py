@@ -1,0 +1,95 @@
+"""The synthesized templates parse each family's built-in corpus (tests/templates/corpus/<family>) to the
+same messages as the hand-written built-in: the whole message (content, thinking, calls, malformed reports
+with their raw text, trailing), one shot, with the case's tools and options.
+
+Compared: every case except those below. They exercise what the chat template never writes, so no
+synthesis from it can know them: the built-ins encode it from server parsers and model reports.
+- implicit reasoning end: the model starts a call without closing its reasoning (the template always
+  writes the close before calls);
+- spelling not rendered: a marker or key the template never writes (Llama 3's <|python_tag|>, an
+  'arguments' key where the template writes 'parameters', a call object without its arguments key,
+  harmony's recipient in the channel part and built-in tools, Mistral's call without [ARGS], Magistral's
+  plain <think>, SGLang's prefix-less DSML and JSON invoke bodies, Kimi ids without 'functions.');
+- several calls: Llama 3's ';'-separated calls (its template refuses two calls), a second gpt-oss call
+  message (its template renders one call per message);
+- missing close: Kimi's call written without <|tool_call_end|>;
+- wrapper at a cut: DeepSeek's built-ins report a truncated call for a cut right after the call-section
+  opener, the synthesized template drops a stray wrapper (as the Kimi built-in does); Kimi's built-in
+  leaves the section opener out of a truncated call's raw text, the synthesized template includes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import chatparse
+from chatparse.errors import ChatparseError
+from chatparse.synthesize import SynthesizedTemplate
+from tests.synthesize.families import FAMILIES
+from tests.templates.corpus_loader import CORPUS, load_case
+
+IMPLICIT = "implicit reasoning end"
+SPELLING = "spelling not rendered"
+SEVERAL = "several calls"
+WRAPPER = "wrapper at a cut"
+
+EXCLUDED: dict[str, dict[str, str]] = {
+    "qwen3_5": {"cut_call_inside_reasoning_without_close": IMPLICIT, "implicit_reasoning_end_at_call": IMPLICIT},
+    "deepseek_v3_1": {"stop_right_after_section_begin": WRAPPER},
+    "deepseek_v3_2": {"implicit_reasoning_end_at_section": IMPLICIT, "json_object_invoke_body": SPELLING,
+                      "prefixless_spelling_pairs_with_its_own_close": SPELLING, "stop_after_section_open": WRAPPER},
+    "gpt_oss": {name: SPELLING for name in (
+        "analysis_then_call", "bare_function_recipient_is_a_call", "builtin_browser_search_on_commentary_is_reasoning",
+        "builtin_container_exec_role_part_is_reasoning", "builtin_python_on_analysis_is_reasoning",
+        "call_cut_inside_value", "call_marker_inside_json_string", "call_on_analysis_channel", "call_truncated_keep",
+        "preamble_then_role_part_call", "recover_bad_call_keeps_reasoning", "stop_inside_call_header",
+        "stray_to_assistant_is_not_a_call")} | {"two_call_messages_in_one_output": SEVERAL},
+    "llama3_json": {"call_without_parameters": SPELLING, "content_before_arguments_alias": SPELLING,
+                    "markers_in_value_korean_emoji": SPELLING, "python_tag_call": SPELLING,
+                    "repeated_python_tag": SPELLING, "stop_after_python_tag": SPELLING, "truncated_call_keep": SPELLING,
+                    "parallel_semicolon_and_newline": SEVERAL, "recover_bad_call_beside_good": SEVERAL,
+                    "rendered_prompt_cut_inside_value": SEVERAL},
+    "mistral": {"degraded_without_args_token": SPELLING, "magistral_plain_think": SPELLING},
+    "glm": {"implicit_reasoning_end_at_call": IMPLICIT},
+    "kimi_k2": {"close_token_text_in_string": SPELLING, "implicit_reasoning_end": IMPLICIT,
+                "missing_call_end_before_section_end": "missing close", "truncated_call_keep": WRAPPER},
+}
+
+
+def _cases() -> list[tuple[str, str]]:
+    out = []
+    for name, family in sorted(FAMILIES.items()):
+        directory = CORPUS / family["builtin"].replace(".", "_")
+        out += [(name, path.stem) for path in sorted(directory.glob("*.json"))
+                if path.stem not in EXCLUDED.get(name, {})]
+    return out
+
+
+CASES = _cases()
+
+
+def _parse(template: Any, case: dict[str, Any]) -> dict[str, Any]:
+    options = {"tools": case.get("tools"), **case.get("options", {})}
+    try:
+        return chatparse.parse_response(case["output"], template, prefix=case["prefix"], **options)
+    except ChatparseError as exc:
+        return {"error": exc.code}
+
+
+@pytest.mark.parametrize(("name", "case_name"), CASES, ids=[f"{n}/{c}" for n, c in CASES])
+def test_same_message_as_the_builtin(synthesized: Callable[[str], SynthesizedTemplate], name: str,
+                                     case_name: str) -> None:
+    family = FAMILIES[name]["builtin"]
+    case = load_case(CORPUS / family.replace(".", "_") / f"{case_name}.json")
+    assert _parse(dict(synthesized(name)), case) == _parse(family, case)
+
+
+def test_most_of_each_corpus_is_compared() -> None:
+    for name, family in FAMILIES.items():
+        total = len(list((CORPUS / family["builtin"].replace(".", "_")).glob("*.json")))
+        compared = sum(1 for n, _ in CASES if n == name)
+        assert compared * 3 >= total, (name, compared, total)
+    assert len(CASES) >= 150

@@ -5,6 +5,7 @@ result and never stops the run."""
 from __future__ import annotations
 
 import json
+import signal
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -12,7 +13,7 @@ from typing import Any
 
 from chatparse.batch.arrow import COLUMNS, MESSAGE_COLUMN, BatchParser
 from chatparse.batch.rows import Outcome, RowOptions, failed
-from chatparse.cli.io import json_bytes
+from chatparse.cli.io import CliError, json_bytes
 from chatparse.cli.tables import BatchJob, LinesJob
 
 LINE_KEY = "line"  # JSONL input: 1-based line number
@@ -236,6 +237,7 @@ _WORKER: Worker | None = None
 
 def _init_worker(config: RunConfig) -> None:
     global _WORKER
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle, quietly
     _WORKER = Worker(config)
 
 
@@ -253,6 +255,7 @@ def run_jobs(config: RunConfig, jobs: Iterable[LinesJob | BatchJob], workers: in
         return
     import multiprocessing
     from concurrent.futures import Future, ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
     context = multiprocessing.get_context("spawn")  # no fork of a process with a progress thread
     with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker, initargs=(config,)) as pool:
@@ -264,6 +267,8 @@ def run_jobs(config: RunConfig, jobs: Iterable[LinesJob | BatchJob], workers: in
                     yield pending.popleft().result()
             while pending:
                 yield pending.popleft().result()
+        except BrokenProcessPool:
+            raise CliError("A worker process died (out of memory?); the rows before it are written. Run with "
+                           "fewer workers (-j)", code="worker_died") from None
         finally:
-            for future in pending:
-                future.cancel()
+            pool.shutdown(wait=False, cancel_futures=True)

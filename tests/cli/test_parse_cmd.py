@@ -188,3 +188,14 @@ def test_a_live_bar_runs_and_stops() -> None:
     bar.advance(4, 3, __import__("collections").Counter({"x": 1}))
     assert bar.failed == 1 and bar.rows == 3
     bar.stop()
+
+
+def test_a_table_corrupt_midway_is_a_setup_error_after_the_rows_before(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = parquet_input(tmp_path, 3000).read_bytes()
+    middle = len(data) // 2
+    broken = tmp_path / "broken.parquet"
+    broken.write_bytes(data[:middle] + b"\0" * 500 + data[middle + 500:])
+    assert main(["parse", "-t", "qwen3", str(broken), "-o", str(tmp_path / "o.jsonl"), "-q"]) == 2
+    assert "error [unreadable_input]" in capsys.readouterr().err

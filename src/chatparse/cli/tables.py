@@ -14,6 +14,7 @@ from chatparse.cli.io import CliError, open_binary, open_output
 FORMATS = ("jsonl", "parquet", "arrow")
 _SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".arrow": "arrow", ".feather": "arrow", ".ipc": "arrow",
              ".arrows": "arrow"}
+_NAMES = {"parquet": "a Parquet file", "arrow": "an Arrow IPC file or stream"}
 BOM = b"\xef\xbb\xbf"
 SNIFF = 4096
 LINES_PER_JOB = 256
@@ -130,12 +131,12 @@ def _table_source(path: str, handle: BinaryIO, kind: str) -> Source:
             parquet = pa.parquet.ParquetFile(source)
             batches = parquet.iter_batches(batch_size=ROWS_PER_JOB)
             return Source("parquet", _batch_jobs(batches), parquet.metadata.num_rows, parquet.schema_arrow, owned)
-        if kind == "arrow":
-            return _arrow_source(pa, source, owned)
+        if kind == "arrow":  # a file is memory-mapped: its batches are read in place
+            return _arrow_source(pa, pa.memory_map(path) if path != "-" else source, owned)
     except (pa.ArrowException, OSError) as exc:
         for opened in owned:
             opened.close()
-        raise CliError(f"Expected a {kind} file in {path!r}, found data pyarrow cannot read: {exc}",
+        raise CliError(f"Expected {_NAMES[kind]} in {path!r}, found data pyarrow cannot read: {exc}",
                        code="unreadable_input", path=path) from None
     raise CliError(f"Unknown input format {kind!r}; expected one of {', '.join(FORMATS)}", code="bad_format")
 
@@ -153,13 +154,23 @@ def _arrow_source(pa: Any, source: Any, owned: list[BinaryIO]) -> Source:
 
 
 def _batch_jobs(batches: Any) -> Iterator[BatchJob]:
+    """Slices of at most ``ROWS_PER_JOB`` rows; data that turns out unreadable midway is a ``CliError``."""
+    import pyarrow
+
     start = 0
-    for batch in batches:
-        for offset in range(0, max(batch.num_rows, 1), ROWS_PER_JOB):
+    iterator = iter(batches)
+    while True:
+        try:
+            batch = next(iterator)
+        except StopIteration:
+            return
+        except (pyarrow.ArrowException, OSError) as exc:
+            raise CliError(f"Expected readable table data after row {start}, found data pyarrow cannot read: "
+                           f"{exc}", code="unreadable_input", offset=start) from None
+        for offset in range(0, batch.num_rows, ROWS_PER_JOB):
             piece = batch.slice(offset, ROWS_PER_JOB)
-            if piece.num_rows:
-                yield BatchJob(start, piece)
-                start += piece.num_rows
+            yield BatchJob(start, piece)
+            start += piece.num_rows
 
 
 # --- writers -------------------------------------------------------------------------------------------------

@@ -12,20 +12,33 @@ from typing import Any
 MAX_LITERAL = 1 << 20
 
 
+# Schemas read for one property at most, and union nesting at most: a deep, wide or self-holding union (only
+# a Python caller can build one) adds no more types.
+MAX_SCHEMAS = 256
+MAX_UNION_DEPTH = 32
+
+
 def schema_types(schema: Any) -> tuple[str, ...]:
-    """The JSON Schema types a property admits, in declaration order (unions flattened)."""
-    if not isinstance(schema, dict):
-        return ()
+    """The JSON Schema types a property admits, in declaration order (unions flattened). Keywords of the
+    wrong shape (``"anyOf": 5``) admit nothing, as a ``type`` that is not a name does."""
+    return tuple(_types(schema, 0, [MAX_SCHEMAS]))
+
+
+def _types(schema: Any, depth: int, budget: list[int]) -> list[str]:
+    budget[0] -= 1
+    if not isinstance(schema, dict) or depth > MAX_UNION_DEPTH or budget[0] < 0:
+        return []
     declared = schema.get("type")
     types = [declared] if isinstance(declared, str) else []
     if isinstance(declared, list):
         types.extend(t for t in declared if isinstance(t, str))
     for union in ("anyOf", "oneOf"):
-        for choice in schema.get(union) or []:
-            types.extend(schema_types(choice))
+        choices = schema.get(union)
+        for choice in choices if isinstance(choices, list) else []:
+            types.extend(_types(choice, depth + 1, budget))
     if schema.get("nullable") and "null" not in types:
         types.append("null")
-    return tuple(types)
+    return types
 
 
 def _as_integer(raw: str) -> int | None:

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chatparse.answers.check import check_answer
-from chatparse.answers.model import GroundedAnswer
+from chatparse.answers.model import MAX_RAW_BYTES, GroundedAnswer
 from chatparse.answers.stream import AnswerStream, ProvisionalView
 from chatparse.errors import InputTypeError, UsageError
 
@@ -142,3 +142,22 @@ def test_feed_of_another_type_is_a_named_type_error(chunk: object, evidence: dic
 def test_evidence_of_the_wrong_type_is_refused_at_construction(bad: object) -> None:
     with pytest.raises(InputTypeError):
         AnswerStream(bad)  # type: ignore[arg-type]
+
+
+def test_each_view_joins_only_the_new_pieces(evidence: dict[str, str]) -> None:
+    """Every view used to re-join the answer character by character (quadratic: 25 K characters in
+    7-character feeds took 0.6 s, 100 K took 6.9 s); now the pieces are kept joined."""
+    stream = AnswerStream(evidence)
+    text = dump(answer="word " * 2000)
+    for i in range(0, len(text), 7):
+        stream.feed(text[i : i + 7])
+        assert len(stream._scanner.values["answer"]) <= 1  # one joined piece after each view
+    assert stream.view.answer_text == "word " * 2000
+
+
+def test_the_view_stops_at_the_size_limit(evidence: dict[str, str]) -> None:
+    stream = AnswerStream(evidence)
+    stream.feed('{"status": "answered", "answer": "' + "x" * (MAX_RAW_BYTES + 1000))
+    assert len(stream.view.answer_text) < MAX_RAW_BYTES and stream.view.status == "answered"
+    stream.feed('", "citations": [], "clarification": null}')
+    assert stream.finish().codes == ("too_large",)

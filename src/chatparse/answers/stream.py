@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from chatparse.answers.check import AnswerCheck, check_answer, check_evidence
-from chatparse.answers.model import STATUSES
+from chatparse.answers.model import MAX_RAW_BYTES, STATUSES
 from chatparse.errors import InputTypeError, UsageError
 from chatparse.strict_json import JSON_ESCAPES
 
@@ -136,11 +136,16 @@ class _TopLevelScanner:
             self.values[self.role].append(text)
 
     def view(self) -> ProvisionalView:
-        status = "".join(self.values["status"]) if self.status_closed else None
-        return ProvisionalView(
-            status=status if status in STATUSES else None,
-            answer_text="".join(self.values["answer"]),
-        )
+        status = self._joined("status") if self.status_closed else None
+        return ProvisionalView(status=status if status in STATUSES else None, answer_text=self._joined("answer"))
+
+    def _joined(self, role: str) -> str:
+        """The value so far, its pieces joined into one (so a view after each feed copies the text once
+        instead of re-joining every character again)."""
+        pieces = self.values[role]
+        if len(pieces) > 1:
+            pieces[:] = ["".join(pieces)]
+        return pieces[0] if pieces else ""
 
 
 class AnswerStream:
@@ -151,6 +156,7 @@ class AnswerStream:
         self._evidence = dict(evidence)
         self._chunks: list[str] = []
         self._scanner = _TopLevelScanner()
+        self._scanned = 0  # characters the scanner has seen
         self._result: AnswerCheck | None = None
 
     def feed(self, chunk: str) -> ProvisionalView:
@@ -162,7 +168,12 @@ class AnswerStream:
             raise InputTypeError(f"AnswerStream.feed() expected a str chunk, found {type(chunk).__name__}. "
                                  "Decode bytes before feeding them.", found=type(chunk).__name__)
         self._chunks.append(chunk)
-        self._scanner.feed(chunk)
+        # Past MAX_RAW_BYTES characters the output is too large whatever follows: the view stops there, so
+        # a runaway generation costs each feed a bounded copy of the text.
+        room = MAX_RAW_BYTES - self._scanned
+        if room > 0:
+            self._scanner.feed(chunk[:room])
+            self._scanned += min(room, len(chunk))
         return self._scanner.view()
 
     @property

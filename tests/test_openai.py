@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from chatparse import parse_response
+from chatparse.errors import InputTypeError
 from chatparse.openai import ChatCompletionStream, finish_reason, to_chat_completion, to_chat_message
 
 CORPUS = Path(__file__).parent / "templates" / "corpus"
@@ -526,3 +527,48 @@ def test_the_stream_flags_calls_the_final_message_does_not_hold() -> None:
     lfm2.finish()
     assert lfm2.mismatches == []
     assert [c["function"]["name"] for c in lfm2.message["tool_calls"]] == ["a", "b", "c"]  # type: ignore[index]
+
+
+# --- found by the hostile-input fuzzing (issue 13) ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("value", "reason"), [
+    ({1, 2}, "set"), (b"x", "bytes"), (float("nan"), "Out of range float"), (10**5000, "Exceeds the limit"),
+    (object(), "object"),
+], ids=["set", "bytes", "nan", "huge integer", "object"])
+def test_arguments_json_cannot_hold_are_named(value: Any, reason: str) -> None:
+    """They used to escape from json.dumps as TypeError/ValueError/RecursionError (NaN was written as
+    'NaN', which is not JSON)."""
+    message = {"tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"a": value}}}]}
+    with pytest.raises(InputTypeError) as caught:
+        to_chat_message(message)
+    assert caught.value.code == "not_json" and caught.value.path == "tool_calls[0].function.arguments"
+    assert reason in str(caught.value) and isinstance(caught.value, TypeError)
+
+
+def test_content_reasoning_and_names_of_another_type_are_json_text() -> None:
+    message = {"content": {"a": 1}, "thinking": ["step"], "tool_calls": [{"function": {"name": 5}}]}
+    wire = to_chat_message(message, id_factory=lambda i: f"call_{i}")
+    assert (wire["content"], wire["reasoning_content"]) == ('{"a": 1}', '["step"]')
+    assert wire["tool_calls"][0]["function"] == {"name": "5", "arguments": "{}"}
+    with pytest.raises(InputTypeError) as caught:
+        to_chat_message({"thinking": {1, 2}})
+    assert caught.value.path == "thinking"
+
+
+@pytest.mark.parametrize("message", [None, "text", ["content"]])
+def test_a_message_that_is_not_a_dict_is_named(message: Any) -> None:
+    with pytest.raises(InputTypeError):
+        to_chat_message(message)
+    with pytest.raises(InputTypeError):
+        to_chat_completion(message, model="m")
+
+
+def test_the_wire_stays_json_for_every_built_in_corpus_call() -> None:
+    """Arguments the parsers produce are always JSON: the stream's own calls pass the stricter dump."""
+    stream = ChatCompletionStream("qwen3", "", created=1)
+    chunks = stream.feed('<tool_call>{"name": "f", "arguments": {"a": [1.5, null, "é"]}}</tool_call>')
+    chunks += stream.finish()
+    for chunk in chunks:
+        json.dumps(chunk, allow_nan=False)
+    assert stream.message is not None and stream.mismatches == []

@@ -14,6 +14,7 @@ from typing import Any
 from chatparse.engine import ResponseParser
 from chatparse.engine.parser import OnMalformed
 from chatparse.engine.tool_typing import coerce_string, schema_types
+from chatparse.errors import InputTypeError
 from chatparse.template.compile import CompiledField
 
 IdFactory = Callable[[int], str]
@@ -30,11 +31,25 @@ def default_call_id(index: int) -> str:
     return "call_" + uuid.uuid4().hex[:24]
 
 
-def arguments_json(arguments: Any) -> str:
+def arguments_json(arguments: Any, where: str = "arguments") -> str:
     """The wire form of typed arguments: ``json.dumps`` with ``ensure_ascii=False`` (as vLLM)."""
     if isinstance(arguments, str):
         return arguments  # already a string (e.g. an untyped template): passed through unchanged
-    return json.dumps({} if arguments is None else arguments, ensure_ascii=False)
+    return _json_text({} if arguments is None else arguments, where)
+
+
+def _json_text(value: Any, where: str) -> str:
+    """``value`` as JSON text; a value JSON cannot hold (a set, bytes, NaN, a cycle, an integer past the
+    4,300-digit limit) is an ``InputTypeError`` naming ``where``: the wire carries valid JSON only."""
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).split(";")[0]
+        raise InputTypeError(
+            f"Expected a JSON value at {where}, found a {type(value).__name__} JSON cannot hold ({reason}). Convert "
+            "the message's values to str, int, float, bool, None, list and dict first.",
+            code="not_json", path=where,
+        ) from None
 
 
 def finish_reason(message: Mapping[str, Any], reason: str = "stop") -> str:
@@ -55,11 +70,14 @@ def to_chat_message(
     ``content`` is None when absent; ``thinking`` goes under ``reasoning_key``; each tool call gets
     ``id_factory(index)`` (a random ``call_…`` id by default) and its arguments as a JSON string.
     """
+    if not isinstance(message, Mapping):
+        raise InputTypeError(f"Expected a parsed message (a dict), found {type(message).__name__}. Pass the dict "
+                             "parse_response or ResponseParser.finalize returns.")
     make_id = id_factory or default_call_id
-    out: dict[str, Any] = {"role": "assistant", "content": _text_or_none(message.get(CONTENT_FIELD))}
-    reasoning = next((message[k] for k in REASONING_FIELDS if message.get(k) is not None), None)
-    if reasoning is not None:
-        out[reasoning_key] = reasoning
+    out: dict[str, Any] = {"role": "assistant", "content": _text_or_none(message.get(CONTENT_FIELD), CONTENT_FIELD)}
+    reasoning_field = next((k for k in REASONING_FIELDS if message.get(k) is not None), None)
+    if reasoning_field is not None:
+        out[reasoning_key] = _text_or_none(message[reasoning_field], reasoning_field)
     calls = [_wire_call(call, i, make_id) for i, call in enumerate(_call_list(message.get(TOOLS_FIELD)))]
     if calls:
         out["tool_calls"] = calls
@@ -105,20 +123,28 @@ def _finish(made_calls: bool, reason: str) -> str:
     return "tool_calls" if made_calls else reason
 
 
-def _text_or_none(value: Any) -> str | None:
+def _text_or_none(value: Any, where: str) -> str | None:
     if value is None:
         return None
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return value if isinstance(value, str) else _json_text(value, where)
+
+
+def _call_name(fn: Mapping[str, Any], where: str) -> str:
+    """A call's name on the wire: the string, or the JSON text of another value ("" for none)."""
+    name = fn.get("name")
+    return "" if name is None else name if isinstance(name, str) else _json_text(name, where)
 
 
 def _wire_call(call: Any, index: int, make_id: IdFactory) -> dict[str, Any]:
     fn = call.get("function") if isinstance(call, Mapping) else None
     if not isinstance(fn, Mapping):
         fn = {}  # not a call object (a template whose transform builds something else): an empty call
+    where = f"tool_calls[{index}].function"
     return {
         "id": make_id(index),
         "type": "function",
-        "function": {"name": str(fn.get("name", "")), "arguments": arguments_json(fn.get("arguments"))},
+        "function": {"name": _call_name(fn, f"{where}.name"),
+                     "arguments": arguments_json(fn.get("arguments"), f"{where}.arguments")},
     }
 
 
@@ -224,7 +250,7 @@ class ChatCompletionStream:
             final = message.get(name)
             self._reconcile_text(name, state, final if isinstance(final, str) else "")
         # Self-check: the calls completed on the wire are the message's calls, in order.
-        final_calls = [(str(fn.get("name", "")), arguments_json(fn.get("arguments")))
+        final_calls = [(_call_name(fn, "name"), arguments_json(fn.get("arguments")))
                        for fn in (c.get("function") for c in _call_list(message.get(TOOLS_FIELD)))
                        if isinstance(fn, Mapping)]
         if self._sent_calls != final_calls and TOOLS_FIELD not in self.mismatches:
@@ -389,8 +415,9 @@ class ChatCompletionStream:
         fn = value.get("function")
         if not isinstance(fn, Mapping):
             fn = {}
-        name = str(fn.get("name", ""))
-        final = arguments_json(fn.get("arguments"))
+        where = f"tool_calls[{self._calls_made}].function"
+        name = _call_name(fn, f"{where}.name")
+        final = arguments_json(fn.get("arguments"), f"{where}.arguments")
         if call.index is None or call.name != name:
             if call.index is not None:
                 self.mismatches.append(f"tool_calls[{call.index}].name")

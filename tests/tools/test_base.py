@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from enum import Enum
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 from pydantic import ValidationError
@@ -189,3 +190,27 @@ def test_tool_input_base_is_lenient_strict_model_is_not() -> None:
     assert Lenient.model_validate({"attempts": "2"}).attempts == 2
     with pytest.raises(ValidationError):
         Strict.model_validate({"attempts": "2"})
+
+
+class Pick(ToolInputBase):
+    kind: Literal["a", "b", 3]
+
+
+def _nested(depth: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("value", [10**5000, _nested(1200)], ids=["5,001-digit integer", "1,200 levels"])
+def test_values_str_cannot_print_reach_pydantic_as_short_text(value: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pydantic renders every error context value with str(): a 5,001-digit integer or a list nested 1,200
+    deep used to print 'Exception ignored ... Exceeds the limit (4300 digits)' from inside pydantic
+    (found by the hostile-input fuzzing, issue 13)."""
+    ignored: list[Any] = []
+    monkeypatch.setattr(sys, "unraisablehook", ignored.append)
+    with pytest.raises(ToolArgumentError) as caught:
+        Pick.from_arguments({"kind": value})
+    assert caught.value.code == "invalid_choice" and len(str(caught.value)) < 400
+    assert ignored == []

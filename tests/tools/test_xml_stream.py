@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from chatparse.errors import InputTypeError
 from chatparse.tools import XMLArgumentStream
 
 CALL = """<tool_call>
@@ -166,3 +167,27 @@ def test_any_value_round_trips_through_any_chunks(value: str, data: Any) -> None
     _, result, _, progress = run([text[a:b] for a, b in itertools.pairwise(bounds)], schema=None)
     assert result.arguments == {"content": value}
     assert "".join(progress) == value
+
+
+# --- found by the hostile-input fuzzing (issue 13) ---------------------------------------------
+
+
+def test_a_schema_the_xml_stream_cannot_type_with_is_named_in_the_result() -> None:
+    """A ToolDefinitionError from typing a value used to end the stream as internal_error."""
+    stream = XMLArgumentStream(parameters_schema={"type": "object", "properties": {"a": {"type": 5}}})
+    stream.feed("<function=f>\n<parameter=a>\n1\n</parameter>\n</function>")
+    result = stream.finish()
+    assert result.status == "invalid" and result.error is not None
+    assert (result.error.code, result.error.path) == ("invalid_schema", "$.a")
+
+
+@pytest.mark.parametrize("schema", [[{"type": "object"}], "object", 5])
+def test_a_parameters_schema_that_is_not_an_object_is_refused_at_construction(schema: Any) -> None:
+    with pytest.raises(InputTypeError):
+        XMLArgumentStream(parameters_schema=schema)
+
+
+def test_required_of_the_wrong_shape_names_no_argument() -> None:
+    stream = XMLArgumentStream(parameters_schema={"type": "object", "properties": {"a": {}}, "required": 5})
+    stream.feed("<function=f>\n<parameter=a>\n1\n</parameter>\n</function>")
+    assert stream.finish().ok

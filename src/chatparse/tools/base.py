@@ -21,7 +21,7 @@ from chatparse.tools.errors import (
     ToolDefinitionError,
     combine_argument_errors,
 )
-from chatparse.tools.jsonvalue import format_path
+from chatparse.tools.jsonvalue import format_path, short_repr
 
 _PYDANTIC_CODES = {
     "missing": "missing_argument",
@@ -73,12 +73,22 @@ def _parameters_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 
 def _line_error(issue: ToolArgumentError) -> InitErrorDetails:
-    context = {k: v for k, v in issue.details.items() if k != "loc"}
+    context = {k: _printable(v) for k, v in issue.details.items() if k != "loc"}
     return InitErrorDetails(
         type=PydanticCustomError(issue.code, issue.message, context),
         loc=tuple(issue.details.get("loc", ())),
         input=issue.details.get("got"),
     )
+
+
+def _printable(value: Any) -> Any:
+    """``value``, or its short repr when ``str`` fails on it (an integer past the 4,300-digit limit, a list
+    nested past the recursion limit): pydantic renders every context value and would print the failure."""
+    try:
+        str(value)
+    except (ValueError, RecursionError):
+        return short_repr(value)
+    return value
 
 
 def validation_to_tool_error(problem: ValidationError, *, tool: str | None = None) -> ToolArgumentError:

@@ -299,9 +299,9 @@ class _Coercer:
                 out[key] = item
             else:
                 self.unknown_argument((*path, key), list(properties))
-        for key in _required(schema):
+        for key in required_keys(schema):
             if key not in value:
-                self.missing_argument((*path, key), _required(schema))
+                self.missing_argument((*path, key), required_keys(schema))
         return out
 
     def array(self, value: list[Any], schema: Mapping[str, Any], path: tuple[PathPart, ...]) -> list[Any]:
@@ -445,7 +445,8 @@ def _kinds_of(values: Sequence[Any]) -> list[str]:
     return kinds
 
 
-def _required(schema: Mapping[str, Any]) -> list[str]:
+def required_keys(schema: Mapping[str, Any]) -> list[str]:
+    """The schema's ``required`` names (strings only; a ``required`` of another shape names none)."""
     required = schema.get("required")
     return [k for k in required if isinstance(k, str)] if isinstance(required, list) else []
 
@@ -475,4 +476,7 @@ def _closest(value: Any, allowed: list[Any]) -> str:
     return f" Did you mean {json.dumps(match, ensure_ascii=False)}? (Not applied: choices must match exactly.)" if match else ""
 
 
-__all__ = ["Coercion", "coerce_arguments", "coerce_value", "describe_schema", "find_argument_issues", "schema_types"]
+__all__ = [
+    "Coercion", "coerce_arguments", "coerce_value", "describe_schema", "find_argument_issues", "required_keys",
+    "schema_types",
+]

@@ -11,8 +11,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from chatparse.tools.coerce import coerce_value
-from chatparse.tools.errors import ArgumentStreamError, ToolArgumentError, combine_argument_errors
+from chatparse.errors import InputTypeError
+from chatparse.tools.coerce import coerce_value, required_keys
+from chatparse.tools.errors import (
+    ArgumentStreamError,
+    ToolArgumentError,
+    ToolDefinitionError,
+    combine_argument_errors,
+)
 from chatparse.tools.jsonvalue import format_path
 from chatparse.tools.stream import KeyCallback, KeyedStream, ProgressCallback
 
@@ -42,6 +48,9 @@ class XMLArgumentStream(KeyedStream):
         parameters_schema: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(on_key_completed, on_string_progress, stream_key)
+        if parameters_schema is not None and not isinstance(parameters_schema, Mapping):
+            raise InputTypeError(f"XMLArgumentStream expected parameters_schema as a JSON Schema object (a dict), "
+                                 f"found {type(parameters_schema).__name__}. Pass the tool's 'parameters'.")
         self.parameters_schema = parameters_schema
         self.function_name: str | None = None
         self._state = _OUTSIDE
@@ -146,7 +155,12 @@ class XMLArgumentStream(KeyedStream):
         raw = "".join(self._parts)
         self._held = ""
         self._state = _OUTSIDE
-        value, issues = self._typed(key, raw)
+        try:
+            value, issues = self._typed(key, raw)
+        except ToolDefinitionError as problem:  # the schema cannot type the value: the result names it
+            self._set_error(problem)
+            self._state = _FAILED
+            return
         if issues:
             self._issues.extend(issues)
             self._partial_key = None
@@ -188,7 +202,7 @@ class XMLArgumentStream(KeyedStream):
             self._set_error(combine_argument_errors(self._issues, self.function_name))
 
     def _check_required(self) -> None:
-        required = (self.parameters_schema or {}).get("required") or []
+        required = required_keys(self.parameters_schema or {})
         for key in required:
             if key not in self._arguments and key not in self._issue_keys():
                 listed = ", ".join(repr(k) for k in required)

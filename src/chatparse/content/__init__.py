@@ -14,6 +14,12 @@ from chatparse.content.registry import (
 register_builtin_parsers()
 
 # Named extensions for formats the v1 builtins cannot express (imported for their registrations).
-from chatparse.content import bare_key_objects, json_calls, python_calls, xml_params  # noqa: E402, F401
+from chatparse.content import (  # noqa: E402, F401
+    bare_key_objects,
+    element_trees,
+    json_calls,
+    python_calls,
+    xml_params,
+)
 
 __all__ = ["ContentParserSpec", "get_content_parser", "known_content_parsers", "register_content_parser"]

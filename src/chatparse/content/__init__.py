@@ -20,6 +20,7 @@ from chatparse.content import (  # noqa: E402, F401
     json_calls,
     python_calls,
     xml_params,
+    xml_text,
 )
 
 __all__ = ["ContentParserSpec", "get_content_parser", "known_content_parsers", "register_content_parser"]

@@ -17,6 +17,7 @@ register_builtin_parsers()
 from chatparse.content import (  # noqa: E402, F401
     bare_key_objects,
     element_trees,
+    escaped_newlines,
     json_calls,
     python_calls,
     xml_params,

@@ -20,6 +20,7 @@ from chatparse.content import (  # noqa: E402, F401
     escaped_newlines,
     json_calls,
     python_calls,
+    tagged_calls,
     xml_params,
     xml_text,
 )

@@ -21,6 +21,7 @@ from chatparse.content import (  # noqa: E402, F401
     json_calls,
     python_calls,
     tagged_calls,
+    xml_invokes,
     xml_params,
     xml_text,
 )

@@ -572,3 +572,19 @@ def test_the_wire_stays_json_for_every_built_in_corpus_call() -> None:
     for chunk in chunks:
         json.dumps(chunk, allow_nan=False)
     assert stream.message is not None and stream.mismatches == []
+
+
+@pytest.mark.parametrize("how", ["whole", "1", "7"])
+def test_xml_arguments_that_run_into_the_next_parameter_stream_consistently(how: str) -> None:
+    """Found by the hostile-input fuzzing: a value running into a repeated '<parameter=city>' was sent
+    early with the tag inside it while the final message had 'Seoul' ('tool_calls[0].arguments' mismatch)."""
+    text = ("<tool_call>\n<function=get_weather>\n<parameter=city>ction=get_weather>\n<parameter=city>\nSeoul\n"
+            "</parameter>\n<parameter=days>\n2\n</parameter>\n</function>\n</tool_call>")
+    stream = ChatCompletionStream("qwen3.5", "", model="m", created=1, id_factory=ids)
+    chunks = [chunk for piece in split(text, how) for chunk in stream.feed(piece)] + stream.finish()
+    assert stream.mismatches == []
+    assert stream.message is not None and stream.message["tool_calls"][0]["function"]["arguments"] == {
+        "city": "Seoul", "days": "2"}
+    sent = "".join(tc["function"].get("arguments", "") for c in chunks
+                   for tc in c["choices"][0]["delta"].get("tool_calls") or [])
+    assert json.loads(sent) == {"city": "Seoul", "days": "2"}

@@ -191,3 +191,15 @@ def test_required_of_the_wrong_shape_names_no_argument() -> None:
     stream = XMLArgumentStream(parameters_schema={"type": "object", "properties": {"a": {}}, "required": 5})
     stream.feed("<function=f>\n<parameter=a>\n1\n</parameter>\n</function>")
     assert stream.finish().ok
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 1000])
+def test_a_value_ends_where_the_next_parameter_opens(size: int) -> None:
+    """As vLLM's Qwen3-Coder parser and the engine's xml-params read it; the stream used to keep the next
+    tag as value text, so its early arguments disagreed with the final message."""
+    text = "<function=f>\n<parameter=a>\nx\n<parameter=b>\ny\n</parameter>\n<parameter=c>\n<parameter=d\n</parameter>"
+    stream = XMLArgumentStream()
+    for i in range(0, len(text), size):
+        stream.feed(text[i : i + size])
+    result = stream.finish()
+    assert result.ok and result.arguments == {"a": "x", "b": "y", "c": "<parameter=d"}  # no '>': not a tag

@@ -26,6 +26,10 @@ CLOSE_PARAMETER = "</parameter>"
 MAX_TAG_CHARS = 512
 _IGNORED_TAGS = frozenset({"<tool_call>", "</tool_call>", "</function>"})
 _OPEN_TAG = re.compile(r"<(function|parameter)=([^<>]+)>\Z")
+# A value also ends where the next parameter opens (as in vLLM's Qwen3-Coder parser and the engine's
+# xml-params with value_ends "next_param"): a complete tag, as the engine's param_open reads it.
+_NEXT_PARAMETER = re.compile(r"<parameter=[^>\n]+>")
+_PARAMETER_PREFIX = "<parameter="
 _WS = re.compile(r"\s*")
 _OUTSIDE, _TAG, _VALUE, _FAILED = range(4)
 
@@ -131,10 +135,15 @@ class XMLArgumentStream(KeyedStream):
         held = len(self._held)
         text = self._held + chunk[i:]
         close = text.find(CLOSE_PARAMETER)
-        if close >= 0:
-            body = text[:close]
+        following = _NEXT_PARAMETER.search(text, 0, close + len(CLOSE_PARAMETER) if close >= 0 else len(text))
+        end = following.start() if following is not None else close
+        if end >= 0:
+            body = text[:end]
             self._append(body[:-1] if body.endswith("\n") else body)  # the held tail kept that newline
             self._end_value()
+            if following is not None:  # the value ran into the next parameter's tag: read that tag now
+                self._read_tag(following.group())
+                return i + following.end() - held
             return i + close + len(CLOSE_PARAMETER) - held
         keep = _unsafe_tail(text)
         self._held = text[len(text) - keep :]
@@ -217,14 +226,21 @@ class XMLArgumentStream(KeyedStream):
 
 
 def _unsafe_tail(text: str) -> int:
-    """How many trailing characters may still be part of ``"\\n</parameter>"``."""
+    """How many trailing characters may still be part of ``"\\n</parameter>"`` or of the next
+    ``<parameter=KEY>`` tag (at most ``MAX_TAG_CHARS``)."""
     keep = 0
     for size in range(min(len(CLOSE_PARAMETER) - 1, len(text)), 0, -1):
         if text.endswith(CLOSE_PARAMETER[:size]):
             keep = size
             break
+    opener = text.rfind(_PARAMETER_PREFIX, max(0, len(text) - MAX_TAG_CHARS))
+    if opener >= 0 and not any(c in text[opener + len(_PARAMETER_PREFIX) :] for c in ">\n"):
+        keep = max(keep, len(text) - opener)
+    last = text.rfind("<", max(0, len(text) - len(_PARAMETER_PREFIX)))
+    if last >= 0 and _PARAMETER_PREFIX.startswith(text[last:]):
+        keep = max(keep, len(text) - last)
     if len(text) > keep and text[len(text) - keep - 1] == "\n":
-        keep += 1  # a newline right before the closing tag is layout, not value
+        keep += 1  # a newline right before a closing or opening tag is layout, not value
     return keep
 
 

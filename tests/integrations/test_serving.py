@@ -87,6 +87,10 @@ def test_a_cut_call_is_dropped_and_logged(caplog: pytest.LogCaptureFixture) -> N
         whole = parse_generation("qwen3", HEADER, output, new_call_id=numbered())
     assert whole.calls == [("a#0", "a", "{}")]
     assert "dropped a tool_calls region (truncated)" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="engine.log"):
+        parse_generation("qwen3", HEADER, output, new_call_id=numbered(), log=logging.getLogger("engine.log"))
+    assert [r.name for r in caplog.records] == ["engine.log"]
     total, _ = run_stream("qwen3", {"prefix": HEADER}, [output[:40], output[40:]], "early")
     calls = by_index(total)
     assert [c["name"] for c in calls] == ["a", "b"] and calls[0]["arguments"] == "{}"

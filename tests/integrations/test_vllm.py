@@ -12,6 +12,7 @@ chatparse`` through ``ChatStreamProcessor`` (streaming) and ``Parser.parse`` + `
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import shlex
@@ -297,6 +298,20 @@ def test_adjust_request_keeps_special_tokens(tokenizer_dir: str, monkeypatch: py
     request = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}])
     make_parser(parser_class(tokenizer), tokenizer, request)
     assert request.skip_special_tokens is False and request.spaces_between_special_tokens is False
+
+
+def test_a_cut_call_is_left_out_with_a_line_in_vllms_log(tokenizer_dir: str, monkeypatch: pytest.MonkeyPatch,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv(TEMPLATE_ENV, "qwen3")
+    tokenizer = vllm_tokenizer("qwen3", tokenizer_dir)
+    request = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}])
+    parser = make_parser(parser_class(tokenizer), tokenizer, request)
+    parser.set_prompt_token_ids(encode(tokenizer, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"))
+    output = '<tool_call>{"name": "a", "arguments": {}}</tool_call><tool_call>{"name": "b", "arguments": {"x": '
+    with caplog.at_level(logging.WARNING, logger="vllm.chatparse"):
+        _, _, calls = parser.parse(output, request, enable_auto_tools=True)
+    assert [(c.name, c.arguments) for c in calls] == [("a", "{}")]
+    assert any(r.name == "vllm.chatparse" and "(truncated)" in r.getMessage() for r in caplog.records)
 
 
 def test_kimi_style_ids_count_history_calls(tokenizer_dir: str, monkeypatch: pytest.MonkeyPatch) -> None:

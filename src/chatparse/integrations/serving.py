@@ -62,10 +62,14 @@ def server_template(tokenizer: Any = None, *, model: str | None = None, model_ty
 
     name_or_path = getattr(tokenizer, "name_or_path", None) or None
     model_id = model or name_or_path
+    if model_type is None and model_id and os.path.isdir(model_id):
+        from chatparse.integrations.tokenizer_config import model_type as directory_model_type
+
+        model_type = directory_model_type(model_id)
     chat = chat_template_text(getattr(tokenizer, "chat_template", None))
     detected = detect_template(model_id=model_id, model_type=model_type, chat_template=chat)
     if detected is not None:
-        return load_template(detected), f"detected from {model_id or 'the chat template'!r}"
+        return load_template(detected), f"{detected!r}, detected from {model_id or 'the chat template'!r}"
     raise missing_template_error(
         f"no {TEMPLATE_ENV} in the environment, no {TEMPLATE_KEY} in the tokenizer, and no built-in matches "
         f"{model_id!r}. Set {TEMPLATE_ENV}=NAME (or a template file)", None, str(model_id))
@@ -148,12 +152,12 @@ class Parsed:
     message: dict[str, Any]
 
 
-def parse_generation(template: Any, prefix: str, text: str, *, tools: Any = None,
-                     new_call_id: NewCallId) -> Parsed:
-    """``text`` parsed whole with ``on_malformed="recover"``: a broken or cut call is left out (and logged),
-    the calls beside it are kept, and nothing raises for model output."""
+def parse_generation(template: Any, prefix: str, text: str, *, tools: Any = None, new_call_id: NewCallId,
+                     log: logging.Logger = logger) -> Parsed:
+    """``text`` parsed whole with ``on_malformed="recover"``: a broken or cut call is left out (and logged on
+    ``log``), the calls beside it are kept, and nothing raises for model output."""
     message = parse_response(text, template, prefix=prefix, tools=tools, on_malformed="recover")
-    log_dropped(message)
+    log_dropped(message, log)
     wire = to_chat_message(message, id_factory=str)
     calls = [(new_call_id(fn["name"]), fn["name"], fn["arguments"])
              for fn in (call["function"] for call in wire.get(TOOLS_FIELD, []))]
@@ -165,15 +169,16 @@ class GenerationStream:
     ``on_malformed="recover"``). ``calls="buffered"`` sends each call whole when it closes, so the deltas
     add up to exactly ``parse_generation``'s result; ``"early"`` sends the name and each argument as soon as
     they are certain (a cut call's accumulated arguments are then never valid JSON). Ids come from
-    ``new_call_id(name)`` in the order calls start."""
+    ``new_call_id(name)`` in the order calls start; what the message does not carry is logged on ``log``."""
 
     def __init__(self, template: Any, prefix: str, *, tools: Any = None, calls: str = "buffered",
-                 new_call_id: NewCallId) -> None:
+                 new_call_id: NewCallId, log: logging.Logger = logger) -> None:
         if calls not in CALL_MODES:
             raise ValueError(f"expected calls to be one of {', '.join(CALL_MODES)}, found {calls!r}")
         self._stream = ChatCompletionStream(template, prefix, tools=tools, on_malformed="recover",
                                             buffer_calls=calls == "buffered", id_factory=str)
         self._new_call_id = new_call_id
+        self._log = log
         self._reasoning = reasoning_field(self.template)
         self._reasoning_seen = False
         self.finished = False
@@ -212,7 +217,7 @@ class GenerationStream:
         self.finished = True
         delta = self._delta(self._stream.finish())
         if self._stream.message is not None:
-            log_dropped(self._stream.message)
+            log_dropped(self._stream.message, self._log)
         return delta
 
     def _delta(self, chunks: list[dict[str, Any]]) -> Delta:
@@ -236,16 +241,16 @@ class GenerationStream:
             calls.append(CallDelta(call["index"], arguments=fn.get("arguments") or ""))
 
 
-def log_dropped(message: Mapping[str, Any]) -> None:
+def log_dropped(message: Mapping[str, Any], log: logging.Logger = logger) -> None:
     """One log line per region the message does not carry to the client: a call that was cut off or did not
     parse (``malformed``), a next turn written past a missed stop (``trailing``), text outside every region
     (``unparsed``)."""
     for entry in message.get("malformed") or ():
-        logger.warning("chatparse: dropped a %s region (%s): %s", entry.get("field"), entry.get("code"),
+        log.warning("chatparse: dropped a %s region (%s): %s", entry.get("field"), entry.get("code"),
                        excerpt(str(entry.get("raw", ""))))
     for key in ("trailing", "unparsed"):
         if message.get(key):
-            logger.info("chatparse: dropped %s text: %s", key, excerpt(str(message[key])))
+            log.info("chatparse: dropped %s text: %s", key, excerpt(str(message[key])))
 
 
 # --- where reasoning ends -------------------------------------------------------------------------

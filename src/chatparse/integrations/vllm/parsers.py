@@ -49,30 +49,27 @@ from chatparse.integrations.transformers import check_tokenizer
 from chatparse.integrations.vllm import NAME
 from chatparse.template.compile import CompiledTemplate
 
-logger = logging.getLogger("chatparse.vllm")
+logger = logging.getLogger("vllm.chatparse")  # under vLLM's logger: its handler prints these lines
 
-_TEMPLATES: dict[tuple[int, str, str], CompiledTemplate] = {}
+_TEMPLATES: dict[tuple[int, str], tuple[Any, CompiledTemplate]] = {}  # holding the tokenizer keeps its id
 
 
 def server_template_for(tokenizer: Any, model_config: Any = None) -> CompiledTemplate:
-    """The server's template (``chatparse.integrations.serving.server_template``), checked against the
-    tokenizer once: the template's special tokens must be tokens of the model."""
+    """The server's template (``chatparse.integrations.serving.server_template``), chosen once per tokenizer
+    (vLLM has one; its startup check constructs the parser with the tokenizer alone, so the tokenizer's
+    ``name_or_path`` is what detection sees first) and checked against it: the template's special tokens
+    must be tokens of the model."""
     model = getattr(model_config, "model", None)
     hf_config = getattr(model_config, "hf_config", None)
-    key = (id(tokenizer), str(model), os.environ.get(TEMPLATE_ENV, ""))
-    template = _TEMPLATES.get(key)
-    if template is None:
-        template, source = server_template(tokenizer, model=model,
-                                           model_type=getattr(hf_config, "model_type", None))
-        check_tokenizer(tokenizer, template)
-        logger.info("chatparse: parsing with %s (%s)", _template_name(template), source)
-        _TEMPLATES[key] = template
+    key = (id(tokenizer), os.environ.get(TEMPLATE_ENV, ""))
+    cached = _TEMPLATES.get(key)
+    if cached is not None:
+        return cached[1]
+    template, source = server_template(tokenizer, model=model, model_type=getattr(hf_config, "model_type", None))
+    check_tokenizer(tokenizer, template)
+    logger.info("chatparse: parsing with the template of %s", source)
+    _TEMPLATES[key] = (tokenizer, template)
     return template
-
-
-def _template_name(template: CompiledTemplate) -> str:
-    name = template.source.get("name") if isinstance(template.source, dict) else None
-    return repr(name) if isinstance(name, str) else "the template"
 
 
 def decode(tokenizer: Any, ids: Sequence[int]) -> str:
@@ -124,7 +121,7 @@ class ChatparseParser(Parser):  # type: ignore[misc]
     parsed by one chatparse template with the rendered prompt as prefix and the request's tools for typing.
 
     A call cut by the token limit or one that does not parse is never returned: it is left out and logged
-    (``chatparse.serving``), the calls beside it are kept; the finish reason is vLLM's (``length`` stays
+    (on vLLM's logger, ``vllm.chatparse``), the calls beside it are kept; the finish reason is vLLM's (``length`` stays
     ``length``). Calls stream whole at their close (``CHATPARSE_CALLS=buffered``, the default) or as they
     form (``early``), so the streamed deltas add up to ``parse``'s message."""
 
@@ -181,7 +178,7 @@ class ChatparseParser(Parser):  # type: ignore[misc]
               model_output_token_ids: Sequence[int] = ()) -> tuple[str | None, str | None, list[FunctionCall] | None]:
         self._initialize_history_tool_call_cnt(request)
         parsed = parse_generation(self.template, self._prefix, model_output, tools=self._tools,
-                                  new_call_id=self._new_call_id)
+                                  new_call_id=self._new_call_id, log=logger)
         calls = [FunctionCall(id=call_id, name=name, arguments=arguments) for call_id, name, arguments in parsed.calls]
         return parsed.reasoning, parsed.content, calls or None
 
@@ -192,7 +189,7 @@ class ChatparseParser(Parser):  # type: ignore[misc]
             if prompt_token_ids is not None and self._prompt_ids is None:
                 self.set_prompt_token_ids(prompt_token_ids)
             self._stream = GenerationStream(self.template, self._prefix, tools=self._tools, calls=self.calls,
-                                            new_call_id=self._new_call_id)
+                                            new_call_id=self._new_call_id, log=logger)
         if self._stream.finished:
             return None
         delta = self._stream.feed(delta_text)
@@ -265,14 +262,14 @@ class ChatparseReasoningParser(ReasoningParser):  # type: ignore[misc]
         return self._counter.count(token_ids)
 
     def extract_reasoning(self, model_output: str, request: Any) -> tuple[str | None, str | None]:
-        parsed = parse_generation(self.template, self._prefix, model_output, new_call_id=lambda name: "")
+        parsed = parse_generation(self.template, self._prefix, model_output, new_call_id=lambda name: "", log=logger)
         return parsed.reasoning, parsed.content
 
     def extract_reasoning_streaming(self, previous_text: str, current_text: str, delta_text: str,
                                     previous_token_ids: Sequence[int], current_token_ids: Sequence[int],
                                     delta_token_ids: Sequence[int]) -> DeltaMessage | None:
         if self._stream is None:
-            self._stream = GenerationStream(self.template, self._prefix, new_call_id=lambda name: "")
+            self._stream = GenerationStream(self.template, self._prefix, new_call_id=lambda name: "", log=logger)
         delta = self._stream.feed(delta_text)
         return delta_message(Delta(delta.reasoning, delta.content))
 
@@ -304,7 +301,7 @@ class ChatparseToolParser(ToolParser):  # type: ignore[misc]
 
     def extract_tool_calls(self, model_output: str, request: Any) -> ExtractedToolCallInformation:
         parsed = parse_generation(self.template, "", model_output, tools=self._tools,
-                                  new_call_id=lambda name: cast(str, make_tool_call_id()))
+                                  new_call_id=lambda name: cast(str, make_tool_call_id()), log=logger)
         calls = [ToolCall(id=call_id, function=FunctionCall(id=call_id, name=name, arguments=arguments))
                  for call_id, name, arguments in parsed.calls]
         return ExtractedToolCallInformation(tools_called=bool(calls), tool_calls=calls, content=parsed.content)
@@ -314,7 +311,7 @@ class ChatparseToolParser(ToolParser):  # type: ignore[misc]
                                      delta_token_ids: Sequence[int], request: Any) -> DeltaMessage | None:
         if self._stream is None:
             self._stream = GenerationStream(self.template, "", tools=self._tools, calls=call_mode(),
-                                            new_call_id=lambda name: cast(str, make_tool_call_id()))
+                                            new_call_id=lambda name: cast(str, make_tool_call_id()), log=logger)
         return delta_message(self._stream.feed(delta_text))
 
     def finish_streaming(self) -> DeltaMessage | None:

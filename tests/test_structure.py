@@ -135,6 +135,27 @@ def test_spans_in_any_chunking_match_the_reference(case: tuple[str, list[str]]) 
     assert ours == tracked(GLM, [text])
 
 
+@st.composite
+def overlapping_case(draw: Any) -> tuple[str, list[str]]:
+    """Gemma's span opener holds the JSON quote: a chunk ending inside '<|"|>' must not read its '"'."""
+    parts = draw(st.lists(st.sampled_from(['<|"|>', '<|"|', "<|", '"', "|>", "{", "}", ":", "a", " ", "\\"]),
+                          max_size=12))
+    text = "".join(parts)
+    return text, _pieces(draw, text)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(overlapping_case())
+def test_a_span_opener_holding_a_quote_in_any_chunking_matches_the_reference(case: tuple[str, list[str]]) -> None:
+    """Found by the hostile-input fuzzing (gemma4, '<|tool_call>call:y:<|"|>"' split after '<|"|'): the
+    tracker read the forming opener's '"' as a JSON string, so the streamed call was content_parse_failed
+    where the one-shot parse said truncated."""
+    text, chunks = case
+    ours = tracked(GEMMA, chunks)
+    assert ours[:1] == reference(GEMMA, text)[:1]  # (complete also needs no opener cut in half at the end)
+    assert ours == tracked(GEMMA, [text])
+
+
 @pytest.mark.parametrize(("structure", "text", "in_data", "complete"), [
     (JSON, '{"a": "x</tool_call>', True, False),
     (JSON, '{"a": "x\\"}', True, False),

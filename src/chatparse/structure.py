@@ -133,9 +133,11 @@ class BodyTracker:
                     self._carry = _token_prefix_suffix(work, pos, t)
                 return -1
             token, start = m.group(), m.start()
-            if not final and start + t.longest > size and _could_grow(work, start, t):
-                self._carry = work[start:]
-                return -1
+            if not final and start + t.longest > size:
+                forming = _forming_token(work, max(pos, size - t.longest + 1), start + 1, t)
+                if forming >= 0:  # a longer token may still form here, or before the match (a span
+                    self._carry = work[forming:]  # opener '<|"|' whose '"' matched as a quote)
+                    return -1
             pos = m.end()
             if token in t.openers:
                 self._started = True
@@ -184,10 +186,14 @@ class BodyTracker:
         return close_at + len(close)
 
 
-def _could_grow(work: str, start: int, t: _Tables) -> bool:
-    """The text from ``start`` to the end is a proper prefix of a token (a triple quote, a span opener)."""
-    rest = work[start:]
-    return any(len(token) > len(rest) and token.startswith(rest) for token in t.tokens)
+def _forming_token(work: str, low: int, high: int, t: _Tables) -> int:
+    """The first position in ``[low, high)`` from which the text to the end is a proper prefix of a token
+    (a triple quote, a span opener), or -1."""
+    for start in range(low, high):
+        rest = work[start:]
+        if any(len(token) > len(rest) and token.startswith(rest) for token in t.tokens):
+            return start
+    return -1
 
 
 def _token_prefix_suffix(work: str, pos: int, t: _Tables) -> str:

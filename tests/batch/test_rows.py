@@ -73,3 +73,10 @@ def test_options_are_checked_when_made() -> None:
         RowOptions(prefix=3)  # type: ignore[arg-type]
     with pytest.raises(UsageError):
         RowOptions(tools="[]")  # type: ignore[arg-type]
+
+
+def test_limits_reach_the_engine() -> None:
+    from chatparse import Limits
+
+    rows = RowParser("qwen3", RowOptions(prefix="", limits=Limits(max_holdback=1)))
+    assert rows.options.limits is not None and rows.parse_row({"output": "Hi<|im_end|>"}).ok

@@ -17,6 +17,7 @@ from chatparse.batch.rows import (
     RowParser,
     failed,
 )
+from chatparse.engine.limits import Limits
 from chatparse.engine.parser import OnMalformed
 from chatparse.errors import UsageError
 from chatparse.template.compile import CompiledTemplate
@@ -61,7 +62,8 @@ class BatchParser:
     is one tool list for every row (a row's own ``tools``, a list or its JSON text, wins). Output columns
     are ``column_prefix`` + role, thinking, content, tool_calls (list of {name, arguments as JSON text}),
     malformed, the whole message as JSON (``message_column``), error_code, error_message, error_location.
-    A failed row has null message columns and its error; one bad row never fails the batch."""
+    A failed row has null message columns and its error; one bad row never fails the batch. ``limits``:
+    the engine's regex time budgets (``chatparse.Limits``)."""
 
     def __init__(
         self,
@@ -75,10 +77,11 @@ class BatchParser:
         on_malformed: OnMalformed = "recover",
         message_column: str = MESSAGE_COLUMN,
         column_prefix: str = "",
+        limits: Limits | None = None,
     ) -> None:
         self.template_source = template.to_dict() if isinstance(template, CompiledTemplate) else template
         self.options = RowOptions(output_field=output_column, prefix_field=prefix_column, tools_field=tools_column,
-                                  prefix=prefix, tools=tools, on_malformed=on_malformed)
+                                  prefix=prefix, tools=tools, on_malformed=on_malformed, limits=limits)
         self.names = {name: column_prefix + (message_column if name == MESSAGE_COLUMN else name)
                       for name in COLUMNS}
         self._rows: RowParser | None = RowParser(template, self.options)  # fails early on a bad template

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chatparse.engine.api import parse_response
+from chatparse.engine.limits import Limits
 from chatparse.engine.parser import OnMalformed
 from chatparse.errors import ChatparseError, UsageError
 from chatparse.template.compile import CompiledTemplate, load_template
@@ -51,7 +52,8 @@ class RowOptions:
     """Which keys hold the text, the prompt and the tools, and what stands in for an absent one.
 
     ``prefix`` is used for a row without one (``None``: such a row is an error; ``""`` opts out of
-    prefixes explicitly). ``tools`` is one tool list for every row; a row's own ``tools`` wins."""
+    prefixes explicitly). ``tools`` is one tool list for every row; a row's own ``tools`` wins. ``limits``
+    are the engine's regex time budgets and hold-back cap (``chatparse.Limits``)."""
 
     output_field: str = OUTPUT_FIELD
     prefix_field: str = PREFIX_FIELD
@@ -59,6 +61,7 @@ class RowOptions:
     prefix: str | None = None
     tools: Sequence[Any] | None = None
     on_malformed: OnMalformed = "recover"
+    limits: Limits | None = None
 
     def __post_init__(self) -> None:
         if self.prefix is not None and not isinstance(self.prefix, str):
@@ -106,7 +109,7 @@ class RowParser:
             return Outcome(error=error_dict(exc))
         try:
             message = parse_response(output, self.template, prefix=prefix, tools=row_tools,
-                                     on_malformed=o.on_malformed)
+                                     on_malformed=o.on_malformed, limits=o.limits)
         except ChatparseError as exc:
             return Outcome(error=error_dict(exc))
         return Outcome(message=message)

@@ -72,7 +72,8 @@ class Worker:
         self.batch = BatchParser(config.template, output_column=config.options.output_field,
                                  prefix_column=config.options.prefix_field, tools_column=config.options.tools_field,
                                  prefix=config.options.prefix, tools=config.options.tools,
-                                 on_malformed=config.options.on_malformed, message_column=config.message_field)
+                                 on_malformed=config.options.on_malformed, message_column=config.message_field,
+                                 limits=config.options.limits)
         added = [*self.batch.names.values(), LINE_KEY] if config.table_output else \
             [config.message_field, ERROR_KEY, LINE_KEY]
         self.added = frozenset(added)

@@ -75,8 +75,18 @@ def test_options_are_checked_when_made() -> None:
         RowOptions(tools="[]")  # type: ignore[arg-type]
 
 
-def test_limits_reach_the_engine() -> None:
+def test_limits_reach_the_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     from chatparse import Limits
+    from chatparse.batch import rows as rows_module
 
-    rows = RowParser("qwen3", RowOptions(prefix="", limits=Limits(max_holdback=1)))
-    assert rows.options.limits is not None and rows.parse_row({"output": "Hi<|im_end|>"}).ok
+    seen: list[object] = []
+    real = rows_module.parse_response
+
+    def spy(*args: object, **kwargs: object) -> object:
+        seen.append(kwargs["limits"])
+        return real(*args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(rows_module, "parse_response", spy)
+    limits = Limits(max_holdback=8)
+    assert RowParser("qwen3", RowOptions(prefix="", limits=limits)).parse_row({"output": "Hi<|im_end|>"}).ok
+    assert seen == [limits]

@@ -8,31 +8,16 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests import hostile
 
 
+@pytest.mark.parametrize("area", ["tools.coerce", "tools.model", "tools.argument_stream", "tools.xml_stream"])
 @settings(max_examples=150, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**32 - 1))
-def test_coercion_of_random_schemas_and_values(seed: int) -> None:
-    hostile.check_coerce(hostile.coerce_case(random.Random(seed)))
-
-
-@settings(max_examples=100, deadline=None, derandomize=True)
-@given(seed=st.integers(0, 2**32 - 1))
-def test_tool_input_models_raise_only_tool_argument_errors(seed: int) -> None:
-    hostile.check_model(hostile.model_case(random.Random(seed)))
-
-
-@settings(max_examples=200, deadline=None, derandomize=True)
-@given(seed=st.integers(0, 2**32 - 1))
-def test_argument_streams_of_mutated_json(seed: int) -> None:
-    hostile.check_stream_args(hostile.stream_args_case(random.Random(seed)))
-
-
-@settings(max_examples=200, deadline=None, derandomize=True)
-@given(seed=st.integers(0, 2**32 - 1))
-def test_xml_argument_streams_of_mutated_calls(seed: int) -> None:
-    hostile.check_xml(hostile.xml_case(random.Random(seed)))
+def test_random_cases_keep_the_properties(area: str, seed: int) -> None:
+    generate, check = hostile.AREAS[area]
+    check(generate(random.Random(seed)))

@@ -81,6 +81,10 @@ def run(args: argparse.Namespace) -> int:
             eprint(f"chatparse templates synthesize: {line}")
     if result.exact:
         return EXIT_OK
+    if not result.report.checks:
+        reasons = "; ".join(sorted(result.report.not_checked)) or "no message kind is rendered"
+        eprint(f"chatparse templates synthesize: not verified: no generated message could be compared ({reasons})")
+        return EXIT_FAILED
     failed = sorted({f"{c.case} after '{c.prompt}'" for c in result.report.failures})
     eprint(f"chatparse templates synthesize: not exact: {len(result.report.failures)} of {result.report.checks} "
            f"parses differ ({', '.join(failed[:8])}{' ...' if len(failed) > 8 else ''}); --explain shows them")

@@ -467,7 +467,9 @@ class CallInference:
                 xml["python_values"] = any(label == "python" for _, v, label in typed.values
                                            if not isinstance(v, str))
                 evidence.append("typed call: " + "; ".join(typing))
-        return CallFormat("xml-params", name_after=escape(name_after.strip()) if name_after.strip() else "",
+        # Digits after the name are a call index (Kimi K3's index="1"): any index.
+        after = regex.sub(r"\d+", lambda _: r"\d+", escape(name_after.strip()))
+        return CallFormat("xml-params", name_after=after,
                           xml=xml, multiple=multiple, evidence=tuple(evidence), typing=tuple(typing), **framed)
 
 

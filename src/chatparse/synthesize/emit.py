@@ -29,7 +29,7 @@ def emit(fmt: Format, lexer: Lexer) -> dict[str, Any]:
         drop += call_drop
     fields["content"] = {"repeats": True, "join": "", "content": "text", "content_args": {"strip": False},
                          "chatparse": {"strip_joined": True}}
-    drop += [m for m in (fmt.content_open, fmt.content_close, *fmt.glue) if m and lexer.markers(m)]
+    drop += [m for m in (fmt.content_open, fmt.content_close, *fmt.glue) if _droppable(m, lexer)]
     extensions: dict[str, Any] = {}
     if fmt.end:
         extensions["end"] = list(dict.fromkeys(fmt.end))
@@ -46,6 +46,12 @@ def emit(fmt: Format, lexer: Lexer) -> dict[str, Any]:
         template["chatparse"] = extensions
     template["fields"] = fields
     return template
+
+
+def _droppable(text: str, lexer: Lexer) -> bool:
+    """A wrapper is dropped where no region is open when it is a marker or a label (``助手：``); a plain word
+    could be part of an answer."""
+    return bool(text) and (bool(lexer.markers(text)) or text.rstrip().endswith((":", "：")))
 
 
 def _delimiter(text: str, lexer: Lexer, literal_key: str, pattern_key: str) -> dict[str, str]:

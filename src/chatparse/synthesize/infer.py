@@ -192,7 +192,7 @@ class LayoutInference:
         anchors = self._anchors(lead, base, form, prompts, reasoning)
         full_prompts = self._prompts(switches, anchors, base, form, calls is not None)
         if reasoning is None:
-            reasoning = self._reasoning_from_prompts(full_prompts, body_c)
+            reasoning = self._reasoning_from_prompts(full_prompts, body_c, base)
         inner = [x_c[len(lead):], *call_bodies] + ([x_rc[len(lead):]] if x_rc else [])
         closers = [reasoning.close] if reasoning is not None else []
         next_turn = self._next_turn(base, form, end, [content_close, *closers], calls, inner)
@@ -274,9 +274,11 @@ class LayoutInference:
             return stripped[len(reasoning.close):]
         return text
 
-    def _reasoning_from_prompts(self, prompts: Sequence[Prompt], body_c: str) -> Reasoning | None:
+    def _reasoning_from_prompts(self, prompts: Sequence[Prompt], body_c: str,
+                                base: list[dict[str, Any]]) -> Reasoning | None:
         """Reasoning the template never renders, from what its prompts pre-write: one opens ``<X>``, and
-        another prompt or the history writes ``</X>``."""
+        another prompt or the history writes ``</X>``, or the template cuts a message's content at ``</X>``
+        (it strips reasoning the model wrote before it)."""
         texts = [p.prefill for p in prompts] + [body_c]
         for prompt in prompts:
             opener = prompt.prefill.strip()
@@ -284,11 +286,20 @@ class LayoutInference:
                 continue
             close = "</" + opener[1:]
             if any(close in t for t in texts):
-                self.note("reasoning", f"never rendered from a message; the prompt '{prompt.label}' pre-writes "
-                                       f"{opener!r} and {close!r} is written elsewhere (other prompts, history)")
-                self.notes.append("reasoning is not rendered by this template (its markers come from the generation "
-                                  "prompts); reasoning round-trips are not checked")
-                return Reasoning(opener, close)
+                how = f"{close!r} is written elsewhere (other prompts, history)"
+            else:
+                message = P.assistant(P.Form(), content=P.REASONING + close + P.CONTENT)
+                renders = [self.after_user("content with a reasoning close", [*base, message]),
+                           self.after_user("content with a reasoning close, in history",
+                                           [*base, message, {"role": "user", "content": P.USER_2}])]
+                if not any(isinstance(r, str) and P.CONTENT in r and P.REASONING not in r for r in renders):
+                    continue
+                how = f"the template cuts a message's content at {close!r} (what comes before is reasoning)"
+            self.note("reasoning", f"never rendered from a message; the prompt '{prompt.label}' pre-writes {opener!r} "
+                                   f"and {how}")
+            self.notes.append("reasoning is not rendered by this template (its markers come from the generation "
+                              "prompts); reasoning round-trips are not checked")
+            return Reasoning(opener, close)
         return None
 
     # --- calls -------------------------------------------------------------------------------------
@@ -516,8 +527,6 @@ class LayoutInference:
                 at = max((rendered.rfind(a) + len(a) if rendered.rfind(a) >= 0 else -1) for a in anchors)
                 prefill = rendered[at:] if at >= 0 else ""
                 out.append(Prompt(prefix + label, sw, after_tool, rendered, prefill))
-                self.note("prompt", f"'{prefix}{label}' pre-writes {prefill!r}" if prefill.strip()
-                          else f"'{prefix}{label}' pre-writes nothing after the header")
         return out
 
 

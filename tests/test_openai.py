@@ -330,6 +330,8 @@ def test_nested_arguments_stream_before_the_call_closes(family: str, how: str) -
         for _, chunk in sent:
             ChatCompletionChunk.model_validate(chunk)
         assert stream.message is not None
+        if stream.message.get("malformed"):
+            continue  # a call announced early that then failed shifts the wire indices (compared elsewhere)
         wire = to_chat_message(stream.message, id_factory=ids)
         bodies = written_bodies(case["output"])
         for final in wire.get("tool_calls", []):

@@ -90,3 +90,30 @@ def test_lazy_export() -> None:
     from chatparse.synthesize import synthesize_template
 
     assert chatparse.synthesize_template is synthesize_template
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_streams_as_it_parses(synthesized: Get, name: str) -> None:
+    """A rendered reasoning + content + call turn, fed in chunks of every size and in random splits, gives
+    the one-shot message and well-formed events (``ResponseParser`` takes the result as is)."""
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    from chatparse.synthesize import probes as P
+    from tests.streamcheck import assert_chunking_equivalent
+    from tests.synthesize.families import source
+
+    result = synthesized(name)
+    thinking_on = [p for p in result.prompts if p.label in ("thinking=True", "enable_thinking=True")]
+    prompt = thinking_on[0] if thinking_on else next(p for p in result.prompts if p.label == "default")
+    call = P.Call("write_file", {"path": "메모.txt", "content": 'say "hi"\nand </tool_call> 🎉'})
+    message = P.assistant(result.format.form, reasoning="Plan it.", calls=[call])
+    tokens = {k: v for k, v in FAMILIES[name]["tokens"].items() if k != "end_tokens"}
+    base = P.base(result.format.with_system)
+    rendered = render_jinja_template(conversations=[[*base, message]], tools=P.TOOLS, chat_template=source(name),
+                                     **tokens, **prompt.switches)[0][0]  # type: ignore[index]
+    output = rendered[len(prompt.text):] if rendered.startswith(prompt.text) else None
+    if output is None:
+        pytest.skip("this message's render does not continue the prompt")
+    parsed = assert_chunking_equivalent(dict(result), prompt.text, output, seed=7, tools=P.TOOLS)
+    assert parsed["tool_calls"] == [{"type": "function", "function": {"name": call.name,
+                                                                       "arguments": dict(call.arguments)}}]

@@ -5,6 +5,7 @@ recorded with the probe pair that showed it."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -73,7 +74,8 @@ class Session:
 
     def render(self, probe: str, messages: Sequence[Mapping[str, Any]], generation_prompt: bool = False,
                switches: Mapping[str, Any] | None = None) -> str | Failure:
-        key = (probe, self.with_system, generation_prompt, tuple(sorted((switches or {}).items())))
+        key = (probe, json.dumps(messages, sort_keys=True, default=str), generation_prompt,
+               tuple(sorted((switches or {}).items())))
         if key not in self._cache:
             self._cache[key] = self.renderer.render_one(
                 Request(probe, messages, generation_prompt, dict(switches or {}), P.TOOLS))
@@ -158,38 +160,21 @@ class LayoutInference:
             raise NotInferableError(f"probe 'content only': expected the assistant's content {P.CONTENT!r} in the "
                                     f"render, found {x_c[:200]!r}", code="content_not_rendered", probe="content only")
         x_call = self.after_user("one call (header)", [*base, P.assistant(form, calls=[P.CALL_A])])
-        probes = [x_c] + [x for x in (x_rc, x_call) if isinstance(x, str)]
-        lead = x_c[: self.lexer.prefix_len([prompts["default"], *probes])]
-        shared = [label for label, text in prompts.items() if self.lexer.prefix_len([text, lead]) > 0]
-        for label in sorted(set(prompts) - set(shared)):
-            self.note("header", f"the prompt '{label}' changes the user message itself (its header is checked "
-                                "against the other prompts only)")
-        lead = x_c[: self.lexer.prefix_len([*(prompts[label] for label in shared), *probes])]
-        self.note("header", f"every render continues the user message with {lead!r} (common prefix of the "
-                            f"generation prompts {sorted(shared)} and the assistant probes)")
-        reasoning, lead = self._reasoning(lead, x_c, x_rc, prompts)
+        lead = self._lead(prompts, [x_c] + [x for x in (x_rc, x_call) if isinstance(x, str)])
+        reasoning, lead = self._reasoning(lead, x_rc)
         body_c = x_c[len(lead):]
         pre_c, post_c = body_c.split(P.CONTENT, 1)
         content_open = self._strip_reasoning(pre_c, reasoning).strip()
-        glue: list[str] = []
-        if reasoning is not None and x_rc:
-            mid = x_rc[len(lead):].split(P.REASONING, 1)[1].split(P.CONTENT, 1)[0]
-            rest = mid.strip()[len(reasoning.close):].strip()
-            if content_open and rest.endswith(content_open):
-                rest = rest[: len(rest) - len(content_open)].strip()
-            if rest:
-                glue.append(rest)
-                self.note("reasoning", f"between the reasoning's close and the content the template writes {rest!r} "
-                                       "(dropped)")
+        glue = self._glue(x_rc[len(lead):] if x_rc else None, reasoning, content_open)
         if content_open:
             self.note("content", f"content is preceded by {content_open!r} ('content only' probe; dropped)")
         ref_e = x_e[len(lead):] if isinstance(x_e, str) and x_e.startswith(lead) else None
         stoppers = [m for m in (self.lexer.leading_marker(post_c), self.eos) if m]
         calls, form, sections_post, call_bodies = self._calls(lead, base, ref_e or pre_c + post_c, reasoning,
                                                               content_open, reasoning_form, stoppers)
-        end, content_close, calls_end = self._end(post_c, sections_post, content_open, calls, lead, base, form,
+        end, content_close, calls_end = self._end(post_c, sections_post, content_open, calls, base, form,
                                                   [body_c[: len(pre_c) + len(P.CONTENT)], *call_bodies])
-        anchors = self._anchors(lead, base, form, prompts, reasoning)
+        anchors = self._anchors(lead, base, form, reasoning)
         full_prompts = self._prompts(switches, anchors, base, form, calls is not None)
         if reasoning is None:
             reasoning = self._reasoning_from_prompts(full_prompts, body_c, base)
@@ -205,6 +190,35 @@ class LayoutInference:
                       form=P.with_form(form, reasoning=reasoning_form), prompts=full_prompts,
                       with_system=self.s.with_system, switches=switches, evidence=self.evidence, notes=self.notes,
                       calls_end_turn=calls_end)
+
+    def _lead(self, prompts: Mapping[str, str], probes: Sequence[str]) -> str:
+        """What every generation prompt and assistant probe writes after the user message (the user turn's
+        end and the assistant header); a prompt that changes the user message itself is left out."""
+        first = probes[0]
+        lead = first[: self.lexer.prefix_len([prompts["default"], *probes])]
+        shared = [label for label, text in prompts.items() if self.lexer.prefix_len([text, lead]) > 0]
+        for label in sorted(set(prompts) - set(shared)):
+            self.note("header", f"the prompt '{label}' changes the user message itself (its header is checked "
+                                "against the other prompts only)")
+        lead = first[: self.lexer.prefix_len([*(prompts[label] for label in shared), *probes])]
+        self.note("header", f"every render continues the user message with {lead!r} (common prefix of the "
+                            f"generation prompts {sorted(shared)} and the assistant probes)")
+        return lead
+
+    def _glue(self, body_rc: str | None, reasoning: Reasoning | None, content_open: str) -> list[str]:
+        """What the template writes between the reasoning's close and the content's opener (gpt-oss'
+        ``<|start|>assistant``), dropped."""
+        if reasoning is None or body_rc is None:
+            return []
+        mid = body_rc.split(P.REASONING, 1)[1].split(P.CONTENT, 1)[0]
+        rest = mid.strip()[len(reasoning.close):].strip()
+        if content_open and rest.endswith(content_open):
+            rest = rest[: len(rest) - len(content_open)].strip()
+        if not rest:
+            return []
+        self.note("reasoning", f"between the reasoning's close and the content the template writes {rest!r} "
+                               "(dropped)")
+        return [rest]
 
     def _required(self, rendered: str | Failure, probe: str) -> str:
         if isinstance(rendered, Failure):
@@ -235,8 +249,9 @@ class LayoutInference:
                 return text, how
         return None, "field"
 
-    def _reasoning(self, lead: str, x_c: str, x_rc: str | None,
-                   prompts: Mapping[str, str]) -> tuple[Reasoning | None, str]:
+    def _reasoning(self, lead: str, x_rc: str | None) -> tuple[Reasoning | None, str]:
+        """The reasoning markers from the 'reasoning + content' render, and the header without an opener
+        the prompt pre-writes."""
         if x_rc is None:
             return None, lead
         pre_r, rest = x_rc[len(lead):].split(P.REASONING, 1)
@@ -374,7 +389,7 @@ class LayoutInference:
 
     # --- the end of the turn -------------------------------------------------------------------------
 
-    def _end(self, post_c: str, post_call: str, content_open: str, calls: CallFormat | None, lead: str,
+    def _end(self, post_c: str, post_call: str, content_open: str, calls: CallFormat | None,
              base: list[dict[str, Any]], form: P.Form, inner: Sequence[str]) -> tuple[list[str], str, bool]:
         markers_c = self.lexer.markers(post_c)
         markers_k = self.lexer.markers(post_call) if calls is not None else []
@@ -480,7 +495,7 @@ class LayoutInference:
                     return candidate
         return lead if lead.strip() and lead not in before else None
 
-    def _anchors(self, lead: str, base: list[dict[str, Any]], form: P.Form, prompts: Mapping[str, str],
+    def _anchors(self, lead: str, base: list[dict[str, Any]], form: P.Form,
                  reasoning: Reasoning | None) -> list[str]:
         default = self._required(self.s.render("prompt", base, True), "prompt")
         anchor = self._shortest_anchor(lead, default[: default.rfind(P.USER)])

@@ -4,7 +4,8 @@ exponent of long inputs per area (log-log slope of time against length; 1.0 is l
     python -m benchmarks.fuzz_hostile [--cases N] [--areas a,b] [--first-seed S] [--workers W] [--growth]
 
 Case ``seed`` of area ``A`` is ``random.Random(f"A:{seed}")``, so any finding reruns alone with
-``--areas A --first-seed seed --cases 1``. Prints the outcome counts per area, then every finding grouped
+``--areas A --first-seed seed --cases 1`` on the same tree (the OpenAI cases draw from the corpora and the
+built-in templates: adding a corpus case changes what a seed generates). Prints the outcome counts per area, then every finding grouped
 by where it was raised, then one JSON document. The test suite runs a few hundred of these cases; time
 belongs here, not there.
 """

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,7 +47,7 @@ def split_any(rng: random.Random, text: str) -> list[str]:
     return pieces
 
 
-def mutate(rng: random.Random, text: str, pool: list[str], others: list[str] = ()) -> str:  # type: ignore[assignment]
+def mutate(rng: random.Random, text: str, pool: list[str], others: Sequence[str] = ()) -> str:
     """One to three edits: cut, splice with another text, repeat a slice, insert pieces, delete a slice."""
     for _ in range(rng.randint(1, 3)):
         roll = rng.random()

@@ -203,3 +203,17 @@ def test_a_value_ends_where_the_next_parameter_opens(size: int) -> None:
         stream.feed(text[i : i + size])
     result = stream.finish()
     assert result.ok and result.arguments == {"a": "x", "b": "y", "c": "<parameter=d"}  # no '>': not a tag
+
+
+@given(parts=st.lists(st.sampled_from(["<parameter=", "a", "b", ">", "\n", "</parameter>", "<", "x y", "<parameter=a>",
+                                       "</param", "<parameter=b>\n", "```"]), max_size=14),
+       cut=st.integers(0, 10**6))
+def test_next_parameter_tags_are_found_in_any_two_way_split(parts: list[str], cut: int) -> None:
+    """Found by the hostile-input fuzzing: a tag forming after an earlier '<parameter=' that could still
+    become a tag (keys may hold '<') was released as value text when split, found whole in one feed."""
+    text = "<function=f>\n<parameter=k>\n" + "".join(parts)
+    at = cut % (len(text) + 1)
+    split_run = run([text[:at], text[at:]], schema=None)[1]
+    whole = run([text], schema=None)[1]
+    assert (split_run.status, split_run.arguments, split_run.error and split_run.error.code) == (
+        whole.status, whole.arguments, whole.error and whole.error.code)

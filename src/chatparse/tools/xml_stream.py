@@ -28,8 +28,8 @@ _IGNORED_TAGS = frozenset({"<tool_call>", "</tool_call>", "</function>"})
 _OPEN_TAG = re.compile(r"<(function|parameter)=([^<>]+)>\Z")
 # A value also ends where the next parameter opens (as in vLLM's Qwen3-Coder parser and the engine's
 # xml-params with value_ends "next_param"): a complete tag, as the engine's param_open reads it.
-_NEXT_PARAMETER = re.compile(r"<parameter=[^>\n]+>")
 _PARAMETER_PREFIX = "<parameter="
+_NEXT_PARAMETER = re.compile(rf"{_PARAMETER_PREFIX}[^>\n]{{1,{MAX_TAG_CHARS - len(_PARAMETER_PREFIX) - 1}}}>")
 _WS = re.compile(r"\s*")
 _OUTSIDE, _TAG, _VALUE, _FAILED = range(4)
 
@@ -233,8 +233,10 @@ def _unsafe_tail(text: str) -> int:
         if text.endswith(CLOSE_PARAMETER[:size]):
             keep = size
             break
-    opener = text.rfind(_PARAMETER_PREFIX, max(0, len(text) - MAX_TAG_CHARS))
-    if opener >= 0 and not any(c in text[opener + len(_PARAMETER_PREFIX) :] for c in ">\n"):
+    # The first '<parameter=' with no '>' or newline after it (the tag a search finds first), within reach.
+    boundary = max(text.rfind(">"), text.rfind("\n"), len(text) - MAX_TAG_CHARS - 1)
+    opener = text.find(_PARAMETER_PREFIX, boundary + 1)
+    if opener >= 0:
         keep = max(keep, len(text) - opener)
     last = text.rfind("<", max(0, len(text) - len(_PARAMETER_PREFIX)))
     if last >= 0 and _PARAMETER_PREFIX.startswith(text[last:]):

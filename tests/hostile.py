@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -234,10 +236,30 @@ def check_stream(case: StreamCase) -> str:
         return expected[1]
     assert expected[0] == "message", f"one-shot raised {expected[1]}, the stream did not"
     assert stream.message == expected[1]
-    assert stream.mismatches == [], stream.mismatches
+    if stream.mismatches:  # only the documented limit (docs/openai.md): a key written again after it went out
+        assert _repeats_a_key(case.text, stream.message, stream.mismatches), stream.mismatches
+        return "ok:repeated_key"
     check_wire(chunks, stream.message, case.reasoning_key, case.finish_reason, exact=case.buffer_calls)
     to_chat_message(stream.message, reasoning_key=case.reasoning_key)
     return "ok"
+
+
+def _repeats_a_key(text: str, message: dict[str, Any], mismatches: list[str]) -> bool:
+    """Whether the mismatches are tool-call fields and some key (an argument or "name") is written in the
+    text more often than the final calls hold it: evidence of a repeated key (JSON keeps the last value,
+    as do the built-in XML parsers)."""
+    calls = message.get("tool_calls")
+    functions = [c.get("function") or {} for c in (calls if isinstance(calls, list) else [])]
+    held: Counter[str] = Counter({"name": len(functions)})
+    for fn in functions:
+        if isinstance(fn.get("arguments"), dict):
+            held.update(list(fn["arguments"]))
+
+    def written(key: str) -> int:
+        k = re.escape(key)
+        return len(re.findall(rf'"{k}"\s*:|<parameter={k}>|name="{k}"', text))
+
+    return all(m.startswith("tool_calls") for m in mismatches) and any(written(k) > n for k, n in held.items())
 
 
 def check_wire(chunks: list[dict[str, Any]], message: dict[str, Any], reasoning_key: str, reason: str,

@@ -590,3 +590,22 @@ def test_xml_arguments_that_run_into_the_next_parameter_stream_consistently(how:
     sent = "".join(tc["function"].get("arguments", "") for c in chunks
                    for tc in c["choices"][0]["delta"].get("tool_calls") or [])
     assert json.loads(sent) == {"city": "Seoul", "days": "2"}
+
+
+@pytest.mark.parametrize("text", [
+    "<tool_call>\n<function=write_file>\n<parameter=path>\nREADME.md\n\n<parameter=content>\n# App\n</parameter>\n"
+    "<parameter=mode>\nw\n</parameter>\n</function>\n</tool_call>",
+    "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n<parameter=label>\n"
+    "wake up\n</parameter>\n<parameter=pin>\n0042\n</parameter>\n</function>\n</tool_call>",
+], ids=["value cut by the next tag", "parameters after </function>"])
+def test_qwen3_coder_xml_arguments_sent_early_are_the_final_ones(text: str) -> None:
+    """Found by the hostile-input fuzzing: the early XML scanner kept a newline the engine drops, and read
+    a value the engine extends over '</function>' (mismatches 'tool_calls[0].arguments')."""
+    for how in ("whole", "1", "7"):
+        stream = ChatCompletionStream("qwen3_coder", "", model="m", created=1, id_factory=ids)
+        chunks = [chunk for piece in split(text, how) for chunk in stream.feed(piece)] + stream.finish()
+        assert stream.mismatches == [], how
+        assert stream.message is not None
+        sent = "".join(tc["function"].get("arguments", "") for c in chunks
+                       for tc in c["choices"][0]["delta"].get("tool_calls") or [])
+        assert json.loads(sent) == stream.message["tool_calls"][0]["function"]["arguments"]

@@ -217,3 +217,26 @@ def test_next_parameter_tags_are_found_in_any_two_way_split(parts: list[str], cu
     whole = run([text], schema=None)[1]
     assert (split_run.status, split_run.arguments, split_run.error and split_run.error.code) == (
         whole.status, whole.arguments, whole.error and whole.error.code)
+
+
+def test_a_value_cut_by_the_next_tag_loses_the_newline_before_it() -> None:
+    """As the engine's xml-params reads an unclosed value: 'README.md\\n\\n' before the next tag is
+    'README.md' (the stream used to keep one newline: an OpenAI stream mismatch, qwen3_coder)."""
+    text = "<function=f>\n<parameter=path>\nREADME.md\n\n<parameter=content>\n# App\n</parameter>\n</function>"
+    for size in (1, 3, len(text)):
+        stream = XMLArgumentStream()
+        for i in range(0, len(text), size):
+            stream.feed(text[i : i + size])
+        assert stream.finish().arguments == {"path": "README.md", "content": "# App"}
+
+
+def test_parameters_after_the_function_close_are_unexpected() -> None:
+    """They belong to no call (vLLM drops them; the engine reads the close into the value before): the
+    stream stops there instead of announcing the value before '</function>' as complete."""
+    stream = XMLArgumentStream()
+    stream.feed("<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\n<parameter=b>\n2\n</parameter>\n")
+    result = stream.finish()
+    assert (result.status, result.error and result.error.code) == ("invalid", "unexpected_text")
+    stream = XMLArgumentStream()
+    stream.feed("<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call>")
+    assert stream.finish().ok

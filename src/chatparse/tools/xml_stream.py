@@ -64,6 +64,7 @@ class XMLArgumentStream(KeyedStream):
         self._value_started = False
         self._issues: list[ToolArgumentError] = []
         self._seen_text = False
+        self._function_closed = False  # parameters after </function> belong to no call
 
     def feed(self, chunk: str) -> None:
         """Scan one chunk. Never raises; bad input makes the final result ``invalid``."""
@@ -111,7 +112,11 @@ class XMLArgumentStream(KeyedStream):
 
     def _read_tag(self, tag: str) -> None:
         self._state = _OUTSIDE
+        if self._function_closed and tag != "</tool_call>":
+            self._fail("unexpected_text", f"expected nothing after </function> but </tool_call>; found {tag!r}")
+            return
         if tag in _IGNORED_TAGS:
+            self._function_closed = tag == "</function>"
             return
         match = _OPEN_TAG.match(tag)
         if match is None:
@@ -139,6 +144,8 @@ class XMLArgumentStream(KeyedStream):
         end = following.start() if following is not None else close
         if end >= 0:
             body = text[:end]
+            if following is not None:  # a value cut by the next tag also loses the newline written before it
+                body = body[:-1] if body.endswith("\n") else body
             self._append(body[:-1] if body.endswith("\n") else body)  # the held tail kept that newline
             self._end_value()
             if following is not None:  # the value ran into the next parameter's tag: read that tag now
@@ -241,8 +248,9 @@ def _unsafe_tail(text: str) -> int:
     last = text.rfind("<", max(0, len(text) - len(_PARAMETER_PREFIX)))
     if last >= 0 and _PARAMETER_PREFIX.startswith(text[last:]):
         keep = max(keep, len(text) - last)
-    if len(text) > keep and text[len(text) - keep - 1] == "\n":
-        keep += 1  # a newline right before a closing or opening tag is layout, not value
+    for _ in range(2):  # up to two newlines right before a tag are layout, not value
+        if len(text) > keep and text[len(text) - keep - 1] == "\n":
+            keep += 1
     return keep
 
 

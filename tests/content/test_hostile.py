@@ -36,3 +36,11 @@ def test_the_generated_content_args_are_valid_for_every_parser_with_a_pool() -> 
             except chatparse.TemplateError:
                 pass
         assert loaded >= 10, (parser, pool)
+
+
+def test_a_float_region_holding_nan_passes_the_checks() -> None:
+    """Found by the fuzzing (content:7137): float('NaN') is the float parser's value, as in transformers;
+    the event-stream check compared it with '==' and failed on the engine's correct output."""
+    template = hostile.content_template("float", {}, False)
+    case = hostile.ContentCase("float", template, "<x>1.5</x><x>NaN</x>", ["<x>1.5</x><x>Na", "N</x>"], "keep")
+    assert hostile.check_content(case) == "ok"

@@ -47,3 +47,21 @@ def test_probe_kwargs_are_not_template_kwargs() -> None:
     with pytest.raises(UsageError) as caught:
         synthesize_template(HEAD + "{{ m.content }}" + TAIL, add_generation_prompt=True)
     assert caught.value.code == "bad_option"
+
+
+@pytest.mark.parametrize("template", [
+    "static text, no messages",
+    "{{ messages | tojson }}",
+    "{% for m in messages %}{{ m.content }}{% endfor %}",
+    "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}",
+    "{% for m in messages %}<{{ m.role }}>{{ m | string }}</{{ m.role }}>{% endfor %}",
+], ids=["static", "json-dump", "contents-only", "plain-roles", "python-repr"])
+def test_odd_templates_end_in_a_template_or_a_named_error(template: str) -> None:
+    from chatparse.synthesize import SynthesisError, SynthesizedTemplate
+
+    try:
+        result = synthesize_template(template, verify_messages=10)
+    except SynthesisError as exc:
+        assert exc.code != "synthesis_fault", str(exc)
+        return
+    assert isinstance(result, SynthesizedTemplate)

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from chatparse.errors import UsageError
+from chatparse.errors import ChatparseError, UsageError
 from chatparse.synthesize.errors import MissingDependencyError, NotInferableError, RenderError, SynthesisError
 from chatparse.synthesize.infer import Format, LayoutInference, Prompt, Session
 from chatparse.synthesize.render import Renderer, RenderLimits, template_variables
@@ -89,11 +89,17 @@ def synthesize_template(chat_template: str, *, verify_messages: int = 200, seed:
     with Renderer(chat_template, template_kwargs, limits) as renderer:
         session = Session(renderer, variables, lexer)
         eos, pad = template_kwargs.get("eos_token"), template_kwargs.get("pad_token")
-        fmt = LayoutInference(session, eos if isinstance(eos, str) else None,
-                              pad if isinstance(pad, str) else None, stops).run()
-        template = emit(fmt, lexer)
-        _check_loads(template)
-        report = Verifier(session, fmt, template, lexer).run(verify_messages, seed) if verify_messages else None
+        try:
+            fmt = LayoutInference(session, eos if isinstance(eos, str) else None,
+                                  pad if isinstance(pad, str) else None, stops).run()
+            template = emit(fmt, lexer)
+            _check_loads(template)
+            report = Verifier(session, fmt, template, lexer).run(verify_messages, seed) if verify_messages else None
+        except ChatparseError:
+            raise
+        except Exception as exc:  # a bug in the inference, not the template's fault: named, never raw
+            raise SynthesisError(f"unexpected {type(exc).__name__} while synthesizing: {str(exc)[:200]} (a bug: "
+                                 "please report it with the chat template)", code="synthesis_fault") from exc
     return SynthesizedTemplate(template, fmt, report)
 
 

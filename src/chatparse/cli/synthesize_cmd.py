@@ -14,7 +14,12 @@ from chatparse.errors import ChatparseError
 
 
 def add_parser(tsub: Any) -> None:
-    p = tsub.add_parser("synthesize", help="infer a response template from a chat template and prove it")
+    p = tsub.add_parser(
+        "synthesize", help="infer a response template from a chat template and prove it",
+        description="Render probe conversations through the chat template, infer the response template, and "
+                    "round-trip generated messages through it. Exit 0 when every message round-trips, 1 when some "
+                    "do not (the failing probes are named) or none could be compared, 2 when no template could "
+                    "be inferred (the reason is named). docs/synthesize.md has the details.")
     p.add_argument("path", help="a tokenizer_config.json, a .jinja chat template, or a model directory")
     p.add_argument("--explain", action="store_true",
                    help="print the inferred markers, the generation prompts and the evidence before the template")

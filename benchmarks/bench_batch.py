@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -71,11 +72,22 @@ def chatparse(*args: str) -> tuple[float, float]:
 
 
 def same(fmt: str, a: Path, b: Path) -> bool:
+    """Whether two outputs are identical; if not, the error codes of each are printed (a wall-clock regex
+    budget tripped on a loaded machine shows up as regex_budget_exceeded on one side)."""
     if fmt == "jsonl":
-        return a.read_bytes() == b.read_bytes()
-    import pyarrow.parquet as pq
+        if a.read_bytes() == b.read_bytes():
+            return True
+        codes = [Counter(json.loads(line).get("error", {}).get("code") for line in path.open(encoding="utf-8"))
+                 for path in (a, b)]
+    else:
+        import pyarrow.parquet as pq
 
-    return bool(pq.read_table(a).equals(pq.read_table(b)))
+        left, right = pq.read_table(a), pq.read_table(b)
+        if left.equals(right):
+            return True
+        codes = [Counter(table.column("error_code").to_pylist()) for table in (left, right)]
+    print(f"  {b.name} differs from {a.name}; error codes {dict(codes[0])} vs {dict(codes[1])}")
+    return False
 
 
 def run(rows: int, jobs: int, with_ray: bool) -> list[dict[str, Any]]:

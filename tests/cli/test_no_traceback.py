@@ -217,3 +217,8 @@ def test_every_help_has_the_exit_code_table() -> None:
     for args in ([], ["parse"], ["stream"], ["detect"], ["templates"], ["templates", "check"], ["answers", "check"]):
         out = expect(chatparse(*args, "--help"), 0)
         assert "exit codes:" in out and "1  some inputs failed" in out and "2  usage or setup error" in out
+
+
+@pytest.mark.parametrize("file", ["missing.json", "binary.dat", "deep.json", "."])
+def test_templates_synthesize_bad_inputs(files: Path, file: str) -> None:
+    expect(chatparse("templates", "synthesize", file, cwd=files), 2, "error [")

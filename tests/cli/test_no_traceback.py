@@ -71,6 +71,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (["good.jsonl", "--ray"], 2, "[bad_format]"),
         (["good.jsonl", "--output-format", "xml"], 2, "invalid choice"),
         (["good.jsonl", "-o", "no/such/dir/out.jsonl"], 2, "[unwritable_output]"),
+        (["good.jsonl", "--errors", "errors.parquet"], 2, "[bad_option]"),
     ],
     ids=lambda v: " ".join(v) if isinstance(v, list) else None,
 )

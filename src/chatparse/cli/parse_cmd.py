@@ -100,7 +100,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--keep-malformed", action="store_const", const="keep", dest="on_malformed",
                    help="same as --on-malformed keep")
     p.add_argument("--errors", metavar="FILE",
-                   help="write failed rows here (format by suffix) instead of into the output")
+                   help="write failed rows here instead of into the output (format by suffix; JSONL when the "
+                        "output is JSONL)")
     p.add_argument("-j", "--jobs", type=positive_int, default=1, metavar="N",
                    help="worker processes (default 1); output order is kept")
     p.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
@@ -125,6 +126,9 @@ def _run(args: argparse.Namespace) -> int:
     out_format = format_for(args.output, args.output_format)
     if args.output == "-" and out_format != "jsonl" and is_terminal(sys.stdout):
         raise CliError(f"Refusing to write {out_format} to a terminal; name a file with -o", code="binary_output")
+    if args.errors and out_format == "jsonl" and format_for(args.errors, None) != "jsonl":
+        raise CliError(f"With JSONL output the --errors file is JSONL too, found {args.errors!r}; name it .jsonl "
+                       "(a Parquet or Arrow output may have an errors file of any format)", code="bad_option")
     config = RunConfig(template, options, args.message_field, table_output=out_format != "jsonl",
                        split_errors=args.errors is not None)
     worker = Worker(config)

@@ -597,7 +597,9 @@ def test_xml_arguments_that_run_into_the_next_parameter_stream_consistently(how:
     "<parameter=mode>\nw\n</parameter>\n</function>\n</tool_call>",
     "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n<parameter=label>\n"
     "wake up\n</parameter>\n<parameter=pin>\n0042\n</parameter>\n</function>\n</tool_call>",
-], ids=["value cut by the next tag", "parameters after </function>"])
+    "<tool_call>\n<function=write_file>\n<parameter=path>\nnotes/a.txt\n</parameter>\n<parameter=con\n\ntent>\n"
+    "line 1\n</parameter>\n</function>\n</tool_call>",
+], ids=["value cut by the next tag", "parameters after </function>", "a tag name with newlines"])
 def test_qwen3_coder_xml_arguments_sent_early_are_the_final_ones(text: str) -> None:
     """Found by the hostile-input fuzzing: the early XML scanner kept a newline the engine drops, and read
     a value the engine extends over '</function>' (mismatches 'tool_calls[0].arguments')."""

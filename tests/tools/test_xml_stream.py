@@ -240,3 +240,16 @@ def test_parameters_after_the_function_close_are_unexpected() -> None:
     stream = XMLArgumentStream()
     stream.feed("<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call>")
     assert stream.finish().ok
+
+
+@pytest.mark.parametrize("between", ["<parameter=con\ntent>", "</tool_call>", "<function=g>", "<tool_call>"])
+def test_only_the_engines_layout_continues_after_a_parameter(between: str) -> None:
+    """Where the engine's xml-params reads a tag into the value before (a name with a newline, call tags
+    between parameters), the stream stops instead of announcing that value as complete (an OpenAI
+    stream mismatch, minicpmv, found by the hostile-input fuzzing)."""
+    completed: list[str] = []
+    stream = XMLArgumentStream(lambda key, value: completed.append(key))
+    stream.feed(f"<function=f>\n<parameter=a>\n1\n</parameter>\n{between}\n<parameter=b>\n2\n</parameter>\n")
+    result = stream.finish()
+    assert (result.status, result.error and result.error.code) == ("invalid", "unexpected_text")
+    assert "b" not in completed

@@ -24,8 +24,11 @@ from chatparse.tools.stream import KeyCallback, KeyedStream, ProgressCallback
 
 CLOSE_PARAMETER = "</parameter>"
 MAX_TAG_CHARS = 512
-_IGNORED_TAGS = frozenset({"<tool_call>", "</tool_call>", "</function>"})
-_OPEN_TAG = re.compile(r"<(function|parameter)=([^<>]+)>\Z")
+_OPEN_TAG = re.compile(r"<(function|parameter)=([^<>\n]+)>\Z")
+# The tags each part of a call may hold ("function", "parameter": their opening tags).
+_BEFORE = frozenset({"<tool_call>", "</tool_call>", "function", "parameter", "</function>"})
+_BETWEEN = frozenset({"parameter", "</function>"})
+_AFTER_FUNCTION = frozenset({"</tool_call>"})
 # A value also ends where the next parameter opens (as in vLLM's Qwen3-Coder parser and the engine's
 # xml-params with value_ends "next_param"): a complete tag, as the engine's param_open reads it.
 _PARAMETER_PREFIX = "<parameter="
@@ -65,6 +68,7 @@ class XMLArgumentStream(KeyedStream):
         self._issues: list[ToolArgumentError] = []
         self._seen_text = False
         self._function_closed = False  # parameters after </function> belong to no call
+        self._params_seen = False
 
     def feed(self, chunk: str) -> None:
         """Scan one chunk. Never raises; bad input makes the final result ``invalid``."""
@@ -111,25 +115,27 @@ class XMLArgumentStream(KeyedStream):
         return stop
 
     def _read_tag(self, tag: str) -> None:
+        """The layout the engine's xml-params reads: ``<tool_call>`` and ``<function=NAME>`` before the
+        parameters, nothing between them, ``</function>`` and ``</tool_call>`` after them. Any other tag is
+        ``unexpected_text`` (where the engine reads it into the value before, nothing more is announced)."""
         self._state = _OUTSIDE
-        if self._function_closed and tag != "</tool_call>":
-            self._fail("unexpected_text", f"expected nothing after </function> but </tool_call>; found {tag!r}")
-            return
-        if tag in _IGNORED_TAGS:
-            self._function_closed = tag == "</function>"
-            return
         match = _OPEN_TAG.match(tag)
-        if match is None:
-            self._fail("unexpected_text", f"expected <function=...> or <parameter=...>; found {tag!r}")
-        elif match.group(1) == "function":
-            self.function_name = match.group(2).strip()
-        else:
-            self._begin_value(match.group(2).strip())
+        kind = match.group(1) if match is not None else tag
+        allowed = _AFTER_FUNCTION if self._function_closed else _BETWEEN if self._params_seen else _BEFORE
+        if kind not in allowed or (kind == "function" and self.function_name is not None):
+            self._fail("unexpected_text", f"expected {' or '.join(sorted(allowed))}; found {tag!r}")
+        elif kind == "</function>":
+            self._function_closed = True
+        elif kind == "function":
+            self.function_name = match.group(2).strip()  # type: ignore[union-attr]
+        elif kind == "parameter":
+            self._begin_value(match.group(2).strip())  # type: ignore[union-attr]
 
     def _begin_value(self, key: str) -> None:
         if key in self._arguments or key in self._issue_keys():
             self._fail("duplicate_key", f"found the parameter {key!r} twice")
             return
+        self._params_seen = True
         self._partial_key = key
         self._held = ""
         self._parts = []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -199,3 +200,15 @@ def test_a_table_corrupt_midway_is_a_setup_error_after_the_rows_before(
     broken.write_bytes(data[:middle] + b"\0" * 500 + data[middle + 500:])
     assert main(["parse", "-t", "qwen3", str(broken), "-o", str(tmp_path / "o.jsonl"), "-q"]) == 2
     assert "error [unreadable_input]" in capsys.readouterr().err
+
+
+def test_without_pyarrow_jsonl_works_and_tables_name_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("pyarrow", "pyarrow.parquet", "pyarrow.compute"):
+        monkeypatch.setitem(sys.modules, name, None)  # import fails as if not installed
+    source = write_jsonl(tmp_path / "in.jsonl", records(2))
+    assert main(["parse", "-t", "qwen3", str(source), "-o", str(tmp_path / "o.jsonl"), "-q"]) == 0
+    assert main(["parse", "-t", "qwen3", str(source), "-o", str(tmp_path / "o.parquet"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "error [missing_dependency]" in err and "pip install 'chatparse[batch]'" in err

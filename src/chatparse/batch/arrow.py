@@ -28,13 +28,19 @@ COLUMNS = ("role", "thinking", "content", "tool_calls", "malformed", MESSAGE_COL
            "error_code", "error_message", "error_location")
 
 
-def _pa() -> Any:
+def require(module: str, purpose: str, extra: str) -> Any:
+    """An optional dependency, or a ``missing_dependency`` UsageError naming the extra that installs it."""
+    import importlib
+
     try:
-        import pyarrow
+        return importlib.import_module(module)
     except ImportError:
-        raise UsageError("Arrow tables need pyarrow, which is not installed: pip install 'chatparse[batch]'",
-                         code="missing_dependency") from None
-    return pyarrow
+        raise UsageError(f"{purpose} need {module.split('.')[0]}, which is not installed: pip install "
+                         f"'chatparse[{extra}]'", code="missing_dependency") from None
+
+
+def _pa() -> Any:
+    return require("pyarrow", "Arrow tables", "batch")
 
 
 def column_types() -> dict[str, Any]:
@@ -250,4 +256,4 @@ def _malformed(item: Any) -> dict[str, str | None]:
     return {key: _text(item.get(key)) for key in ("field", "code", "raw", "error")}
 
 
-__all__ = ["COLUMNS", "MESSAGE_COLUMN", "BatchParser", "column_types", "parse_batch"]
+__all__ = ["COLUMNS", "MESSAGE_COLUMN", "BatchParser", "column_types", "parse_batch", "require"]

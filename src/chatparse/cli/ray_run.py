@@ -8,19 +8,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from chatparse.batch.arrow import BatchParser
+from chatparse.batch.arrow import BatchParser, require
 from chatparse.cli.io import CliError
 from chatparse.cli.tables import ROWS_PER_JOB
 
 
 def _ray() -> Any:
-    try:
-        import ray
-        import ray.data
-    except ImportError:
-        raise CliError("--ray needs Ray Data, which is not installed: pip install 'chatparse[ray]'",
-                       code="missing_dependency") from None
-    return ray
+    require("ray.data", "--ray and Ray Data", "ray")
+    return require("ray", "--ray and Ray Data", "ray")
 
 
 def ray_tables(path: str, address: str | None, parser: BatchParser, *, cpus: int,

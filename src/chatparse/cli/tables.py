@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from chatparse.batch.arrow import require
 from chatparse.cli.io import CliError, open_binary, open_output
 
 FORMATS = ("jsonl", "parquet", "arrow")
@@ -60,13 +61,8 @@ def format_for(path: str, given: str | None, default: str = "jsonl") -> str:
 
 
 def pyarrow_module() -> Any:
-    try:
-        import pyarrow
-        import pyarrow.parquet
-    except ImportError:
-        raise CliError("Parquet and Arrow files need pyarrow, which is not installed: pip install "
-                       "'chatparse[batch]'", code="missing_dependency") from None
-    return pyarrow
+    require("pyarrow.parquet", "Parquet and Arrow files", "batch")
+    return require("pyarrow", "Parquet and Arrow files", "batch")
 
 
 def open_source(path: str, given: str | None) -> Source:

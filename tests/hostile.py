@@ -428,11 +428,39 @@ def content_template(parser: str, args: dict[str, Any], repeats: bool) -> dict[s
     return {"start_anchor": "<s>", "fields": {"x": spec, "content": {}}}
 
 
-def content_body(rng: random.Random, parser: str) -> str:
-    samples = SAMPLES.get(parser) or ["x"]
+def content_body(rng: random.Random, parser: str, samples: Sequence[str] = ()) -> str:
+    samples = [*samples, *SAMPLES.get(parser, [])] or ["x"]
     if rng.random() < 0.25:
         return "".join(rng.choice(FRAGMENTS + NOISE) for _ in range(rng.randint(0, 25)))
     return mutate(rng, rng.choice(samples), FRAGMENTS + NOISE, samples) if rng.random() < 0.8 else rng.choice(samples)
+
+
+_BUILTIN_REGIONS: dict[str, list[tuple[dict[str, Any], str]]] = {}
+
+
+def builtin_regions() -> dict[str, list[tuple[dict[str, Any], str]]]:
+    """Per content parser, (content_args, body) as the built-in templates configure it and the first cases
+    of their corpora write it: every parser a built-in uses gets valid arguments and realistic bodies."""
+    if not _BUILTIN_REGIONS:
+        for template, cases in sorted(corpus().items()):
+            fields = chatparse.load_template(template).fields
+            for case in cases[:4]:
+                try:
+                    parser = chatparse.ResponseParser(template, case["prefix"], on_malformed="keep")
+                    events = parser.feed(case["output"]) + parser.finalize()[1]
+                except ChatparseError:
+                    continue
+                bodies: dict[str, str] = {}
+                for event in events:
+                    name, kind = event["field"], event["type"]
+                    if kind == "region_open":
+                        bodies[name] = ""
+                    elif kind == "region_chunk" and name in bodies:
+                        bodies[name] += event["text"]
+                    elif name in bodies:
+                        spec = fields[name]
+                        _BUILTIN_REGIONS.setdefault(spec.content, []).append((dict(spec.content_args), bodies.pop(name)))
+    return _BUILTIN_REGIONS
 
 
 def content_case(rng: random.Random, parser: str | None = None) -> ContentCase:
@@ -440,13 +468,19 @@ def content_case(rng: random.Random, parser: str | None = None) -> ContentCase:
 
     parser = parser or rng.choice(known_content_parsers())
     repeats = rng.random() < 0.3
-    template = content_template(parser, content_args(rng, parser), repeats)
+    builtin = builtin_regions().get(parser, [])
+    if builtin and (parser not in ARG_POOLS or rng.random() < 0.5):  # as a built-in configures it and writes it
+        args, _ = rng.choice(builtin)
+        samples = [body for _, body in builtin if "</x>" not in body]
+    else:
+        args, samples = content_args(rng, parser), []
+    template = content_template(parser, args, repeats)
     try:
         chatparse.load_template(template)
     except chatparse.TemplateError:
         template = content_template(parser, {k: ARG_POOLS[parser][k][0] for k in REQUIRED_ARGS.get(parser, [])},
                                     repeats)
-    text = "".join(rng.choice(["pre ", "", "\n"]) + "<x>" + content_body(rng, parser) + "</x>"
+    text = "".join(rng.choice(["pre ", "", "\n"]) + "<x>" + content_body(rng, parser, samples) + "</x>"
                    for _ in range(rng.randint(1, 3)))
     if rng.random() < 0.2:
         text = text[: rng.randrange(len(text) + 1)]  # cut anywhere, also inside a region

@@ -3,17 +3,16 @@
 A response template comes from a public model hub, so its regexes are as untrusted as the model output
 they parse. Every delimiter search runs under the ``regex`` module's ``timeout=``; the timeout of one
 search is the smallest of what is left of the per-search, per-feed and per-message budgets, so a
-catastrophic pattern ends with a named ``RegexBudgetError`` instead of a hang. The budgets are wall-clock
-time, which a busy machine stretches (a process descheduled for 100 ms mid-search): the first time a
-search or feed budget runs out, those two grow once by ``GRACE`` (and the search is retried), so only a
-pattern that is slow on its own fails. The per-message budget does not grow.
+catastrophic pattern ends with a named ``RegexBudgetError`` instead of a hang. Searches are timed by the
+wall clock, which a busy machine stretches; when a budget runs out, the CPU time the message really used
+decides (see ``RegexBudget``), so only a pattern that is slow on its own fails.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from time import perf_counter
+from time import perf_counter, process_time
 from typing import Any
 
 from chatparse.errors import RegexBudgetError, UsageError
@@ -47,62 +46,79 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
-GRACE = 4  # how much the search and feed budgets grow, once per message, the first time they run out
+MAX_RETRIES = 16  # searches retried after a wall-clock timeout on a busy machine, at most, per search
 
 
 class RegexBudget:
-    """The time left for regex work: per feed (reset by ``start_feed``) and per message."""
+    """The time left for regex work: per feed (reset by ``start_feed``) and per message.
 
-    __slots__ = ("feed_left", "grace", "limits", "message_left", "search_allowance")
+    Searches are timed by the wall clock (``perf_counter`` is cheap; the ``regex`` module's ``timeout=``
+    is wall-clock too). A busy machine stretches wall-clock time without the pattern being slow, so when
+    a budget runs out the process's CPU time decides: while the message has used less CPU than its
+    message budget allows, the wall-clock budgets are refilled and the search is retried; a retried search
+    that times out again while burning the CPU it was given is a catastrophic pattern. Benign input on a
+    loaded machine therefore never fails, and a catastrophic pattern still ends in bounded CPU time."""
+
+    __slots__ = ("cpu_allowed", "cpu_start", "feed_left", "limits", "message_left", "search_allowance")
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self.feed_left = limits.feed_budget
         self.message_left = limits.message_budget
         self.search_allowance = limits.search_timeout
-        self.grace = True  # the one extension for a busy machine is still available
+        self.cpu_start = process_time()
+        self.cpu_allowed = limits.message_budget  # CPU seconds the message may spend (grows per character)
 
     def start_feed(self, size: int = 0) -> None:
-        """A new feed of ``size`` characters: its budget, grown in proportion to its size (and by the
-        grace factor once it was granted)."""
+        """A new feed of ``size`` characters: its budget, grown in proportion to its size."""
         extra = size * self.limits.per_char
-        scale = 1 if self.grace else GRACE
-        self.feed_left = self.limits.feed_budget * scale + extra
+        self.feed_left = self.limits.feed_budget + extra
         self.message_left += extra
-        self.search_allowance = self.limits.search_timeout * scale + extra
+        self.cpu_allowed += extra
+        self.search_allowance = self.limits.search_timeout + extra
 
     def credit(self, size: int) -> None:
         """``size`` characters arrived without a feed of their own (the parser's fast path)."""
-        self.message_left += size * self.limits.per_char
+        extra = size * self.limits.per_char
+        self.message_left += extra
+        self.cpu_allowed += extra
 
     def run(self, method: Callable[..., Any], field: str | None, key: str, *args: Any, **kwargs: Any) -> Any:
         """Call a ``regex`` pattern method with the timeout that is left; charge the time it took."""
+        cpu_before: float | None = None  # measured only for a retried search (process_time is not free)
+        retries = 0
         while True:
             timeout = min(self.search_allowance, self.feed_left, self.message_left)
             if timeout <= 0:
-                if self.message_left > 0 and self._extend():
+                if self._busy():
+                    self._refill()
                     continue
                 raise self._error(field, key, timeout)
             start = perf_counter()
             try:
                 return method(*args, timeout=timeout, **kwargs)
             except TimeoutError:  # an OSError subclass: catch it by name, before anything broader
-                if timeout >= self.message_left or not self._extend():
+                burned = cpu_before is not None and process_time() - cpu_before >= timeout / 2
+                retries += 1
+                if burned or retries > MAX_RETRIES or not self._busy():
                     raise self._error(field, key, timeout) from None
+                self._refill()
+                cpu_before = process_time()
             finally:
                 elapsed = perf_counter() - start
                 self.feed_left -= elapsed
                 self.message_left -= elapsed
 
-    def _extend(self) -> bool:
-        """The first time the search or feed budget runs out, grow both by ``GRACE`` (a busy machine's
-        stretched wall-clock time is not a catastrophic pattern); False once that was spent."""
-        if not self.grace:
-            return False
-        self.grace = False
-        self.search_allowance *= GRACE
-        self.feed_left = max(self.feed_left, 0.0) + self.limits.feed_budget * GRACE
-        return True
+    def _busy(self) -> bool:
+        """True while the message has used less CPU time than its budget allows: the wall clock ran out
+        because the machine was busy, not because the regex was slow."""
+        return process_time() - self.cpu_start < self.cpu_allowed
+
+    def _refill(self) -> None:
+        limits = self.limits
+        self.search_allowance = max(self.search_allowance, limits.search_timeout)
+        self.feed_left = max(self.feed_left, 0.0) + limits.feed_budget
+        self.message_left = max(self.message_left, 0.0) + limits.message_budget
 
     def _error(self, field: str | None, key: str, timeout: float) -> RegexBudgetError:
         limits = self.limits

@@ -16,7 +16,7 @@ import regex
 
 from chatparse.content.args import regex_deadline
 from chatparse.content.registry import BadItem
-from chatparse.engine.limits import DEFAULT_LIMITS, GRACE, Limits, RegexBudget
+from chatparse.engine.limits import DEFAULT_LIMITS, Limits, RegexBudget
 from chatparse.engine.scanner import DelimiterScanner, Hit
 from chatparse.engine.tool_typing import coerce_tool_calls
 from chatparse.errors import (
@@ -50,6 +50,7 @@ _OPEN, _CLOSE, _END, _DROP, _NEXT = 0, 1, 2, 3, 4
 _COMPACT_MIN = 1024
 # The fast path joins its skipped chunks after this many (keeping the template's context of them).
 _SKIP_COLLAPSE = 64
+_CONTENT_FEEDS = 4  # a content parser's regexes may take this many feed budgets (plus the per-character part)
 _SCALARS = frozenset({str, int, float, bool, type(None)})  # default values shared, not copied
 _Watch = tuple[int, CompiledField | None, DelimiterScanner]
 # (single trigger character or None, trigger pattern, lead-run test or None, the fast path may hold a
@@ -700,7 +701,7 @@ class ResponseParser:
         # The content parser's regexes from content_args run under a budget of their own.
         limits = self._limits
         try:
-            with regex_deadline(limits.feed_budget * GRACE + len(body) * limits.per_char):
+            with regex_deadline(limits.feed_budget * _CONTENT_FEEDS + len(body) * limits.per_char):
                 self._close_region(events, name, field, body, cut, close_text)
         except RegexBudgetError as exc:
             if exc.field is None:

@@ -535,17 +535,32 @@ def test_the_stream_flags_calls_the_final_message_does_not_hold() -> None:
 
 
 @pytest.mark.parametrize(("value", "reason"), [
-    ({1, 2}, "set"), (b"x", "bytes"), (float("nan"), "Out of range float"), (10**5000, "Exceeds the limit"),
-    (object(), "object"),
-], ids=["set", "bytes", "nan", "huge integer", "object"])
+    ({1, 2}, "set"), (b"x", "bytes"), (10**5000, "Exceeds the limit"), (object(), "object"),
+], ids=["set", "bytes", "huge integer", "object"])
 def test_arguments_json_cannot_hold_are_named(value: Any, reason: str) -> None:
-    """They used to escape from json.dumps as TypeError/ValueError/RecursionError (NaN was written as
-    'NaN', which is not JSON)."""
+    """They used to escape from json.dumps as TypeError/ValueError/RecursionError."""
     message = {"tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"a": value}}}]}
     with pytest.raises(InputTypeError) as caught:
         to_chat_message(message)
     assert caught.value.code == "not_json" and caught.value.path == "tool_calls[0].function.arguments"
     assert reason in str(caught.value) and isinstance(caught.value, TypeError)
+
+
+@pytest.mark.parametrize("how", ["whole", "1", "7"])
+def test_non_finite_numbers_a_parse_holds_go_out_as_python_writes_them(how: str) -> None:
+    """Found by the hostile-input fuzzing: typing an object parameter reads it with json.loads, which takes
+    'Infinity' and 'NaN' (as transformers' typing does), so the stream must not refuse what parse_response
+    returns."""
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"loc": {"type": "object"}}}}}]
+    text = '<tool_call>\n<function=f>\n<parameter=loc>\n{"room": Infinity, "x": NaN}\n</parameter>\n</function>\n</tool_call>'
+    loc = parse_response(text, "qwen3.5", prefix="", tools=tools)["tool_calls"][0]["function"]["arguments"]["loc"]
+    assert loc["room"] == float("inf")
+    stream = ChatCompletionStream("qwen3.5", "", tools=tools, model="m", created=1, id_factory=ids)
+    chunks = [chunk for piece in split(text, how) for chunk in stream.feed(piece)] + stream.finish()
+    sent = "".join(tc["function"].get("arguments", "") for c in chunks
+                   for tc in c["choices"][0]["delta"].get("tool_calls") or [])
+    assert sent == '{"loc": {"room": Infinity, "x": NaN}}' and stream.mismatches == []
 
 
 def test_content_reasoning_and_names_of_another_type_are_json_text() -> None:

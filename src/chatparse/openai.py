@@ -39,10 +39,12 @@ def arguments_json(arguments: Any, where: str = "arguments") -> str:
 
 
 def _json_text(value: Any, where: str) -> str:
-    """``value`` as JSON text; a value JSON cannot hold (a set, bytes, NaN, a cycle, an integer past the
-    4,300-digit limit) is an ``InputTypeError`` naming ``where``: the wire carries valid JSON only."""
+    """``value`` as JSON text; a value JSON cannot hold (a set, bytes, a cycle, an integer past the
+    4,300-digit limit) is an ``InputTypeError`` naming ``where``. ``NaN``/``Infinity`` are written as
+    Python's ``json`` (and vLLM) write them: the JSON readers of the content parsers accept them from the
+    model, as transformers' do, so a parse can hold them."""
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+        return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError) as exc:
         reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).split(";")[0]
         raise InputTypeError(

@@ -85,7 +85,7 @@ def growth(scales: tuple[float, ...] = (0.5, 1, 2, 4, 8)) -> dict[str, float]:
     """The growth exponent of each long-input workload of ``tests/hostile.py``, from half to 8 times the
     size the test suite runs (best of two runs per size)."""
     out = {}
-    for name, (make, size) in hostile.LONG_INPUTS.items():
+    for name, (make, size) in hostile.long_inputs().items():
         sizes = [int(size * scale) for scale in scales]
         times = [max(1e-6, min(_timed(make(n)) for _ in range(2))) for n in sizes]
         out[name] = round(growth_exponent(sizes, times), 2)

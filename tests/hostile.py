@@ -954,10 +954,14 @@ def _unclosed_opens(n: int) -> Callable[[], None]:
 
 
 def _content_body(parser: str) -> Callable[[int], Callable[[], None]]:
+    """A region of ``parser`` whose body repeats a sample (one of ours, else a built-in corpus body) to the
+    size, fed whole and in 64-character pieces."""
     def make(n: int) -> Callable[[], None]:
-        sample = (SAMPLES.get(parser) or ["x"])[0]
-        template = content_template(parser, {k: ARG_POOLS[parser][k][0] for k in REQUIRED_ARGS.get(parser, [])},
-                                    False)
+        if parser in SAMPLES:
+            args, sample = {k: ARG_POOLS[parser][k][0] for k in REQUIRED_ARGS.get(parser, [])}, SAMPLES[parser][0]
+        else:
+            args, sample = max(builtin_regions().get(parser, [({}, "x")]), key=lambda region: len(region[1]))
+        template = content_template(parser, args, False)
         text = "<x>" + (sample + "\n") * max(1, n // (len(sample) + 1)) + "</x>"
 
         def run() -> None:
@@ -1037,15 +1041,21 @@ LONG_INPUTS: dict[str, tuple[Callable[[int], Callable[[], None]], int]] = {
     "tools.argument_stream": (_argument_stream, 20_000),
     "tools.xml_stream": (_xml_stream, 60_000),
     "tools.coerce_list": (_coerce_list, 10_000),
-    **{f"content.{name}": (_content_body(name), 50_000) for name in SAMPLES},
 }
+
+
+def long_inputs() -> dict[str, tuple[Callable[[int], Callable[[], None]], int]]:
+    """``LONG_INPUTS`` and a 50 K body for every registered content parser."""
+    from chatparse.content.registry import known_content_parsers
+
+    return {**LONG_INPUTS, **{f"content.{name}": (_content_body(name), 50_000) for name in known_content_parsers()}}
 
 
 def run_long_inputs(prefix: str, scale: float = 1.0) -> dict[str, int]:
     """Run every long-input workload whose name starts with ``prefix`` at ``scale`` times its suite size;
     the sizes run (the caller bounds the wall-clock time)."""
     sizes = {}
-    for name, (make, size) in LONG_INPUTS.items():
+    for name, (make, size) in long_inputs().items():
         if name.startswith(prefix):
             sizes[name] = int(size * scale)
             make(sizes[name])()

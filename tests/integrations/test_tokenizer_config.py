@@ -108,9 +108,12 @@ def test_a_config_without_a_template_says_what_to_do(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("content", "code"), [
     (None, "no_tokenizer_config"), ("{not json", "bad_tokenizer_config"), ("[1]", "bad_tokenizer_config"),
     ('{"response_template": "qwen3"}', "bad_tokenizer_config"),
+    ('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", "bad_tokenizer_config"), (b"\xff\xfe{}", "bad_tokenizer_config"),
 ])
-def test_broken_configs_are_named(tmp_path: Path, content: str | None, code: str) -> None:
-    if content is not None:
+def test_broken_configs_are_named(tmp_path: Path, content: str | bytes | None, code: str) -> None:
+    if isinstance(content, bytes):
+        (tmp_path / "tokenizer_config.json").write_bytes(content)
+    elif content is not None:
         (tmp_path / "tokenizer_config.json").write_text(content, encoding="utf-8")
     with pytest.raises(TokenizerConfigError) as info:
         read_response_template(tmp_path)

@@ -70,6 +70,20 @@ def test_no_template_exits_2_with_the_reason(tmp_path: Path, capsys: pytest.Capt
     assert "[no_chat_template]" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("name", "data", "code"), [
+    ("tokenizer_config.json", ('{"chat_template": ' + "[" * 100_000 + "]" * 100_000 + "}").encode(),
+     "bad_tokenizer_config"),
+    ("chat_template.jinja", b"\x9d\xff binary", "bad_chat_template"),
+    ("chat_template.jinja", ("{% if true %}" * 2000 + "x" + "{% endif %}" * 2000).encode(), "chat_template_too_deep"),
+])
+def test_unreadable_files_exit_2_named(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, data: bytes,
+                                       code: str) -> None:
+    (tmp_path / name).write_bytes(data)
+    assert main(["templates", "synthesize", str(tmp_path / name)]) == 2
+    err = capsys.readouterr().err
+    assert f"[{code}]" in err and "internal_error" not in err
+
+
 def test_read_chat_template_from_a_model_directory(tmp_path: Path) -> None:
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({
         "chat_template": "from the config",

@@ -67,6 +67,15 @@ def test_syntax_errors_and_non_templates_are_named() -> None:
     assert caught.value.code == "bad_chat_template"
 
 
+@pytest.mark.parametrize("source", ["{% if true %}" * 2000 + "x" + "{% endif %}" * 2000,
+                                    "{{ " + "(" * 3000 + "1" + ")" * 3000 + " }}"])
+def test_a_chat_template_nested_past_the_jinja_parser_is_named(source: str) -> None:
+    with pytest.raises(RenderError) as caught:
+        synthesize_template(source)
+    assert caught.value.code == "chat_template_too_deep"
+    assert "nested too deeply" in str(caught.value)
+
+
 def test_a_template_that_always_fails_names_its_reason() -> None:
     with pytest.raises(RenderError) as caught:
         synthesize_template("{{ bos_token + messages[0].content }}")

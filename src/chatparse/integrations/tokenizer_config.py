@@ -67,6 +67,12 @@ def read_config(target: str | os.PathLike[str]) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise TokenizerConfigError(f"{path}: expected JSON, found a syntax error at line {exc.lineno} column "
                                    f"{exc.colno} ({exc.msg})", path=str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise TokenizerConfigError(f"{path}: expected UTF-8 JSON text, found byte {exc.object[exc.start]:#04x} at "
+                                   f"offset {exc.start} (not a text file?)", path=str(path)) from None
+    except RecursionError:
+        raise TokenizerConfigError(f"{path}: expected a tokenizer config, found JSON nested too deeply to read "
+                                   "(thousands of levels)", path=str(path)) from None
     if not isinstance(data, dict):
         raise TokenizerConfigError(f"{path}: expected a JSON object, found {type(data).__name__}", path=str(path))
     return data
@@ -169,6 +175,6 @@ def _json_object(path: Path) -> dict[str, Any]:
     """A JSON object file, or {} when it is missing or not an object (detection only looks for clues)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}

@@ -136,6 +136,10 @@ def read_chat_template(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any
         except (ValueError, UnicodeDecodeError) as exc:
             raise SynthesisError(f"{config_file}: expected a JSON tokenizer config, found invalid JSON ({exc})",
                                  code="bad_tokenizer_config", path=str(config_file)) from None
+        except RecursionError:
+            raise SynthesisError(f"{config_file}: expected a JSON tokenizer config, found JSON nested too deeply "
+                                 "to read (thousands of levels)", code="bad_tokenizer_config",
+                                 path=str(config_file)) from None
         config = loaded if isinstance(loaded, dict) else {}
     source = _chat_template_source(target, directory, config)
     kwargs: dict[str, Any] = {}
@@ -153,7 +157,7 @@ def _stop_tokens(directory: Path, decoder: Mapping[str, Any]) -> list[str]:
     path = directory / "generation_config.json"
     try:
         ids = json.loads(path.read_text(encoding="utf-8")).get("eos_token_id") if path.is_file() else None
-    except (ValueError, UnicodeDecodeError, AttributeError):
+    except (ValueError, UnicodeDecodeError, AttributeError, RecursionError):
         return []
     ids = ids if isinstance(ids, list) else [ids]
     names = [_token_text(decoder.get(str(i))) for i in ids if isinstance(i, int)]
@@ -162,10 +166,10 @@ def _stop_tokens(directory: Path, decoder: Mapping[str, Any]) -> list[str]:
 
 def _chat_template_source(target: Path, directory: Path, config: Mapping[str, Any]) -> str:
     if target.is_file() and target.suffix != ".json":
-        return target.read_text(encoding="utf-8")
+        return _read_jinja(target)
     jinja = directory / "chat_template.jinja"
     if target.is_dir() and jinja.is_file():
-        return jinja.read_text(encoding="utf-8")
+        return _read_jinja(jinja)
     found = config.get("chat_template")
     if isinstance(found, list):  # named templates: the default one, else the first
         named = {t.get("name"): t.get("template") for t in found if isinstance(t, dict)}
@@ -173,10 +177,19 @@ def _chat_template_source(target: Path, directory: Path, config: Mapping[str, An
     if isinstance(found, str) and found.strip():
         return found
     if jinja.is_file():
-        return jinja.read_text(encoding="utf-8")
+        return _read_jinja(jinja)
     raise SynthesisError(f"expected a chat template in {target} (a tokenizer_config.json 'chat_template', a "
                          "chat_template.jinja or a .jinja file), found none", code="no_chat_template",
                          path=str(target))
+
+
+def _read_jinja(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise SynthesisError(f"{path}: expected a chat template (UTF-8 Jinja text), found byte "
+                             f"{exc.object[exc.start]:#04x} at offset {exc.start}: not a text file",
+                             code="bad_chat_template", path=str(path)) from None
 
 
 def _token_text(value: Any) -> str | None:

@@ -79,6 +79,10 @@ def template_variables(chat_template: str) -> frozenset[str]:
     except jinja2.TemplateSyntaxError as exc:
         raise RenderError(f"the chat template is not valid Jinja: {exc.message} (line {exc.lineno})",
                           code="bad_chat_template") from None
+    except RecursionError:
+        raise RenderError("expected a chat template Jinja can compile, found one nested too deeply for its "
+                          "parser (blocks or expressions nested hundreds of levels); real chat templates nest "
+                          "a few levels: check that the file is the chat template", code="chat_template_too_deep") from None
     return frozenset(meta.find_undeclared_variables(tree))
 
 

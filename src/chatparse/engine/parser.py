@@ -50,6 +50,10 @@ _OPEN, _CLOSE, _END, _DROP, _NEXT = 0, 1, 2, 3, 4
 _COMPACT_MIN = 1024
 # The fast path joins its skipped chunks after this many (keeping the template's context of them).
 _SKIP_COLLAPSE = 64
+# Scan answers remembered per parser (``_scan_delimiters``): for unresolved texts up to this long, at
+# most this many (the table starts again when full).
+_MEMO_TEXT = 256
+_MEMO_SIZE = 4096
 _CONTENT_FEEDS = 4  # a content parser's regexes may take this many feed budgets (plus the per-character part)
 _SCALARS = frozenset({str, int, float, bool, type(None)})  # default values shared, not copied
 _Watch = tuple[int, CompiledField | None, DelimiterScanner]
@@ -132,6 +136,7 @@ class ResponseParser:
         self._in_prefix = False
         self._finalized = False
         self._watch = self._build_watchlists()
+        self._memo: dict[tuple[str | None, int, bool, str], tuple[Any, int]] = {}
         self._triggers = self._template.triggers
         # The quiet fast path (see ``feed``): armed with the open region's entry when nothing is held.
         tables = self._template.engine_tables
@@ -505,6 +510,45 @@ class ResponseParser:
 
     def _scan(self, eos: bool) -> tuple[tuple[int, CompiledField | None, Hit] | None, int]:
         """The earliest committable delimiter (longest on ties, opens first) and where held text starts."""
+        best, hold = self._scan_delimiters(eos)
+        if self._tracker is not None and self._opened and self._current != self._implicit:
+            field = self._template.fields[self._current]  # type: ignore[index]
+            if field.ext.ends_with_value:
+                end = self._value_end(best[2].start if best is not None else hold)
+                if end >= 0:
+                    best = (_CLOSE, field, Hit(end, end, {}, False))
+        return best, hold
+
+    def _scan_delimiters(self, eos: bool) -> tuple[tuple[int, CompiledField | None, Hit] | None, int]:
+        """``_scan`` without the body syntax. Streaming, its answer depends only on the state, the
+        unresolved text and the context before it, so for a short unresolved text it is remembered: in a
+        delimiter-dense stream the same headers form again and again (each feed inside one would run
+        the delimiter regexes over it again)."""
+        buf, pos = self._buf, self._pos
+        if eos or len(buf) - pos > _MEMO_TEXT or self._zw_block >= pos or self._zw_data >= pos:
+            return self._scan_scanners(eos)
+        context = min(pos, self._template.context)
+        state = self._current if self._current != self._implicit else None
+        key = (state, context, context == pos, buf[pos - context :])
+        known = self._memo.get(key)
+        if known is None:
+            best, hold = self._scan_scanners(eos)
+            memo = self._memo
+            if len(memo) >= _MEMO_SIZE:
+                memo.clear()
+            if best is None:
+                memo[key] = (None, hold - pos)
+            else:
+                kind, field, hit = best
+                memo[key] = ((kind, field, hit.start - pos, hit.end - pos, hit.groups), hold - pos)
+            return best, hold
+        rel, held = known
+        if rel is None:
+            return None, pos + held
+        kind, field, start, end, groups = rel
+        return (kind, field, Hit(pos + start, pos + end, groups, False)), pos + held
+
+    def _scan_scanners(self, eos: bool) -> tuple[tuple[int, CompiledField | None, Hit] | None, int]:
         buf, pos, version = self._buf, self._pos, self._version
         hold = len(buf)
         best: tuple[int, CompiledField | None, Hit] | None = None
@@ -525,12 +569,6 @@ class ResponseParser:
             hold = max(pos, len(buf) - self._hold_cap)
         if best is not None and best[2].start >= hold:
             best = None
-        if self._tracker is not None and self._opened and self._current != self._implicit:
-            field = self._template.fields[self._current]  # type: ignore[index]
-            if field.ext.ends_with_value:
-                end = self._value_end(best[2].start if best is not None else hold)
-                if end >= 0:
-                    best = (_CLOSE, field, Hit(end, end, {}, False))
         return best, hold
 
     def _value_end(self, limit: int) -> int:

@@ -1,0 +1,296 @@
+"""SGLang's parser classes over chatparse (SGLang 0.5.23): ``ChatparseReasoningDetector`` (``--reasoning-parser
+chatparse``) and ``ChatparseToolDetector`` (``--tool-call-parser chatparse``), and ``register()``, which adds them
+to ``ReasoningParser.DetectorMap`` and ``FunctionCallParser.ToolCallParserEnum``.
+
+Both subclass SGLang's response-template detectors, so its serving layer treats them as it treats its own
+``response_template`` parsers: it keeps special tokens in the output text and hands both detectors the rendered
+prompt (``prefix``) and the request's tools. Both parse the same raw text with one template: the reasoning
+detector returns the reasoning and passes the raw text on to the tool detector, which returns the content and
+the calls. Neither adds a grammar. Imports SGLang; ``chatparse.integrations.sglang`` does not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+from typing import Any
+
+from sglang.srt.function_call.base_format_detector import BaseFormatDetector
+from sglang.srt.function_call.core_types import StreamingParseResult as ToolResult
+from sglang.srt.function_call.core_types import ToolCallItem
+from sglang.srt.function_call.function_call_parser import FunctionCallParser
+from sglang.srt.parser.reasoning_parser import ReasoningParser
+from sglang.srt.parser.reasoning_parser import StreamingParseResult as ReasoningResult
+from sglang.srt.parser.response_template import (
+    ResponseTemplateReasoningDetector,
+    ResponseTemplateToolDetector,
+)
+
+from chatparse.integrations.serving import (
+    TEMPLATE_ENV,
+    Delta,
+    GenerationStream,
+    call_mode,
+    parse_generation,
+    reasoning_field,
+    server_template,
+    tool_dicts,
+)
+from chatparse.integrations.sglang import NAME
+from chatparse.integrations.transformers import check_tokenizer
+from chatparse.openai import TOOLS_FIELD
+from chatparse.template.compile import CompiledTemplate, Delimiter
+
+logger = logging.getLogger("sglang.chatparse")
+# The reasoning detector parses the text the tool detector parses again: only the tool detector logs what the
+# message leaves out, unless no tool detector reads the text.
+_quiet = logging.getLogger("sglang.chatparse.reasoning")
+_quiet.addHandler(logging.NullHandler())
+_quiet.propagate = False
+
+_CHOSEN: dict[tuple[int, str], tuple[Any, CompiledTemplate]] = {}  # holding the tokenizer keeps its id
+_LAST: list[CompiledTemplate] = []  # the template chosen last, for SGLang's constructions without a tokenizer
+
+
+def template_for(tokenizer: Any) -> CompiledTemplate:
+    """The server's template (``chatparse.integrations.serving.server_template``: ``CHATPARSE_TEMPLATE``, the
+    tokenizer's ``response_template``, detection), chosen once per tokenizer and checked against it. SGLang
+    builds some detectors without the tokenizer; they get the template chosen last."""
+    env = os.environ.get(TEMPLATE_ENV, "")
+    if tokenizer is None and _LAST and not env:
+        return _LAST[-1]
+    cached = _CHOSEN.get((id(tokenizer), env))
+    if cached is not None:
+        return cached[1]
+    template, source = server_template(tokenizer)
+    if tokenizer is not None:
+        check_tokenizer(tokenizer, template)
+    logger.info("chatparse: parsing with the template of %s", source)
+    _CHOSEN[(id(tokenizer), env)] = (tokenizer, template)
+    _LAST[:] = [template]
+    return template
+
+
+def _partner_check(other_flag: str) -> None:
+    """Both parsers read the raw text with one template; with another parser on the other side the text would
+    be split twice. Raises at startup (SGLang builds both parsers while it starts) naming the fix."""
+    try:
+        from sglang.srt.runtime_context import get_serving
+
+        serving = get_serving()
+    except (ImportError, ValueError):  # no server configuration published: a direct use, nothing to compare
+        return
+    other = getattr(serving, other_flag.removeprefix("--").replace("-", "_"), None)
+    if other not in (None, NAME):
+        raise ValueError(f"expected {other_flag} {NAME} (or none) beside the {NAME} parser, found {other_flag} "
+                         f"{other}: {NAME} parses reasoning, content and tool calls with one template. Use "
+                         f"--tool-call-parser {NAME} --reasoning-parser {NAME}.")
+
+
+def _has_tool_region(message: dict[str, Any]) -> bool:
+    return bool(message.get(TOOLS_FIELD)) or any(
+        entry.get("field") == TOOLS_FIELD for entry in message.get("malformed") or ())
+
+
+def _no_id(name: str) -> str:
+    return ""  # SGLang's serving layer makes the call ids
+
+
+def _first_literal(delimiter: Delimiter | None, avoid: tuple[str, ...] = ()) -> str:
+    literals = delimiter.literals if delimiter is not None and delimiter.literals else ()
+    return next((text for text in literals if text not in avoid), literals[0] if literals else "")
+
+
+# --- reasoning ---------------------------------------------------------------------------------------------
+
+
+class ChatparseReasoningDetector(ResponseTemplateReasoningDetector):  # type: ignore[misc]
+    """``--reasoning-parser chatparse``: the reasoning of the template's reasoning field. Its normal text is what
+    follows in SGLang's pipeline: the raw text when the tool-call parser reads it next (``tool_call_parser_active``,
+    the ``chatparse`` tool detector parses it again with the same template), else chatparse's content."""
+
+    def __init__(self, stream_reasoning: bool = True, tokenizer: Any = None, prefix: str = "", tools: Any = None,
+                 tool_call_parser_active: bool = False, **_sglang_options: Any) -> None:
+        # SGLang's own __init__ loads its response-template engine; none of its state is used here.
+        _partner_check("--tool-call-parser")
+        self.template = template_for(tokenizer)
+        self.stream_reasoning = stream_reasoning
+        self.tool_call_parser_active = tool_call_parser_active
+        self._prefix = prefix
+        self._tools = tool_dicts(tools)
+        field = reasoning_field(self.template)
+        tool_field = self.template.fields.get(TOOLS_FIELD)
+        tool_closers = _first_literal(tool_field.close) if tool_field is not None else ""
+        self.think_start_token = _first_literal(self.template.fields[field].open) if field else ""
+        self.think_end_token = _first_literal(self.template.fields[field].close, (tool_closers,)) if field else ""
+        self.think_start_self_label = ""
+        self.think_excluded_tokens = None
+        self.message_start_think_openers: list[str] = []
+        self.answer_started = False  # no grammar here ends the calls at an answer
+        self._stream: GenerationStream | None = None
+        self._held = ""  # reasoning held back until the region closes (stream_reasoning=False)
+
+    # What SGLang's serving layer asks for grammars: no grammar comes from chatparse.
+    def starts_message(self, prefix: str) -> bool:
+        return False
+
+    def answer_opener(self, prefix: str) -> str:
+        return ""
+
+    def json_output_started(self, text: str) -> bool:
+        stream = GenerationStream(self.template, self._prefix, new_call_id=_no_id, log=_quiet)
+        stream.feed(text)
+        return stream.reasoning_closed
+
+    @property
+    def _log(self) -> logging.Logger:
+        return _quiet if self.tool_call_parser_active else logger
+
+    def detect_and_parse(self, text: str) -> ReasoningResult:
+        parsed = parse_generation(self.template, self._prefix, text, tools=self._tools, new_call_id=_no_id,
+                                  log=self._log)
+        # A text with no tool region goes on as its content, so that SGLang's tool step (which leaves a text
+        # without calls as it is) returns the content.
+        passthrough = self.tool_call_parser_active and _has_tool_region(parsed.message)
+        return ReasoningResult(normal_text=text if passthrough else parsed.content or "",
+                               reasoning_text=parsed.reasoning or "")
+
+    def parse_streaming_increment(self, new_text: str) -> ReasoningResult:
+        if self._stream is None:
+            self._stream = GenerationStream(self.template, self._prefix, tools=self._tools, new_call_id=_no_id,
+                                            log=self._log)
+        if self._stream.finished:
+            return ReasoningResult()
+        return self._result(new_text, self._stream.feed(new_text), done=False)
+
+    def finish(self) -> ReasoningResult:
+        if self._stream is None or self._stream.finished:
+            return ReasoningResult()
+        return self._result("", self._stream.finish(), done=True)
+
+    def _result(self, raw: str, delta: Delta, *, done: bool) -> ReasoningResult:
+        reasoning = delta.reasoning
+        if not self.stream_reasoning:
+            assert self._stream is not None
+            self._held += reasoning
+            release = done or self._stream.reasoning_closed
+            reasoning, self._held = (self._held, "") if release else ("", self._held)
+        normal = raw if self.tool_call_parser_active else delta.content
+        return ReasoningResult(normal_text=normal, reasoning_text=reasoning)
+
+
+# --- tool calls --------------------------------------------------------------------------------------------
+
+
+class ChatparseToolDetector(ResponseTemplateToolDetector):  # type: ignore[misc]
+    """``--tool-call-parser chatparse``: the content and the calls of the raw text, parsed with the rendered
+    prompt as prefix and the request's tools for typing. ``tool_index`` is the call's ordinal in the message.
+
+    A call cut by the token limit or one that does not parse is never returned: it is left out and logged (on
+    ``sglang.chatparse``), the calls beside it are kept. Calls stream whole at their close
+    (``CHATPARSE_CALLS=buffered``, the default), so the streamed deltas add up to the non-streaming message;
+    ``early`` streams the name and the arguments as they form."""
+
+    constrains_every_turn = False
+
+    def __init__(self, tokenizer: Any = None, prefix: str = "", tools: Any = None, constrained: bool = False,
+                 **_sglang_options: Any) -> None:
+        BaseFormatDetector.__init__(self)  # SGLang's response-template state is not used
+        _partner_check("--reasoning-parser")
+        self.template = template_for(tokenizer)
+        self.calls = call_mode()
+        self._prefix = prefix
+        self._tools = tool_dicts(tools)
+        field = self.template.fields.get(TOOLS_FIELD)
+        close = field.close if field is not None else None
+        # SGLang's detokenizer keeps a stop token that closes a call (gpt-oss's <|call|>) in the text.
+        self.tool_close_literals = list(close.literals) if close is not None and close.literals else []
+        self.eot_token = self.tool_close_literals[0] if self.tool_close_literals else ""
+        self.incomplete_tool_call_indices: set[int] = set()
+        self._stream: GenerationStream | None = None
+        self._arguments: dict[int, str] = {}  # streamed arguments per call (early calls)
+
+    def has_tool_call(self, text: str) -> bool:
+        return _has_tool_region(parse_generation(self.template, self._prefix, text, tools=self._tools,
+                                                 new_call_id=_no_id, log=_quiet).message)
+
+    def detect_and_parse(self, text: str, tools: Any) -> ToolResult:
+        parsed = parse_generation(self.template, self._prefix, text, tools=self._tools or tool_dicts(tools),
+                                  new_call_id=_no_id, log=logger)
+        calls = [ToolCallItem(tool_index=index, name=name, parameters=arguments)
+                 for index, (_, name, arguments) in enumerate(parsed.calls)]
+        return ToolResult(normal_text=parsed.content or "", calls=calls)
+
+    def parse_streaming_increment(self, new_text: str, tools: Any) -> ToolResult:
+        if self._stream is None:
+            self._stream = GenerationStream(self.template, self._prefix, tools=self._tools or tool_dicts(tools),
+                                            calls=self.calls, new_call_id=_no_id, log=logger)
+        if self._stream.finished:
+            return ToolResult()
+        return self._result(self._stream.feed(new_text))
+
+    def finish(self, tools: Any) -> ToolResult:
+        if self._stream is None or self._stream.finished:
+            return ToolResult()
+        result = self._result(self._stream.finish())
+        # A call sent as it formed whose arguments never completed: not a finished call (finish reason).
+        self.incomplete_tool_call_indices = {index for index, text in self._arguments.items()
+                                             if not _is_json(text)}
+        return result
+
+    def _result(self, delta: Delta) -> ToolResult:
+        items = []
+        for call in delta.calls:
+            self._arguments[call.index] = self._arguments.get(call.index, "") + call.arguments
+            items.append(ToolCallItem(tool_index=call.index, name=call.name if call.id is not None else None,
+                                      parameters=call.arguments))
+        return ToolResult(normal_text=delta.content, calls=items)
+
+    # What SGLang's serving layer asks for grammars: no grammar comes from chatparse.
+    def supports_structural_tag(self) -> bool:
+        return False
+
+    def open_call_closer(self, text: str) -> str | None:
+        return None
+
+    def get_structural_tag(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def validate_structure_constraint_request(self, tool_choice: Any, parallel_tool_calls: bool,
+                                              strict_requested: bool, **_options: Any) -> None:
+        """Reject a tool guarantee parsing cannot give (no grammar constrains the model's own call format);
+        SGLang answers the request with a 400 naming the parameter."""
+        if tool_choice == "required":
+            guarantee = "tool_choice='required'"
+        elif tool_choice not in ("auto", "none", None):
+            guarantee = "a named tool_choice"
+        elif strict_requested:
+            guarantee = "strict tools"
+        elif not parallel_tool_calls:
+            guarantee = "parallel_tool_calls=false"
+        else:
+            return None
+        raise ValueError(f"the {NAME} tool-call parser cannot guarantee {guarantee}: it reads the calls the model "
+                         "writes in its own format and no grammar constrains them. Use tool_choice='auto' with "
+                         "non-strict tools.")
+
+
+def _is_json(text: str) -> bool:
+    with contextlib.suppress(ValueError):
+        return json.loads(text) is not None or text.strip() == "null"
+    return False
+
+
+# --- registration --------------------------------------------------------------------------------------------
+
+
+def register() -> None:
+    """Add the detectors to SGLang's parser maps under ``chatparse`` (idempotent). SGLang's argument parser
+    reads its ``--tool-call-parser`` / ``--reasoning-parser`` choices from these maps."""
+    FunctionCallParser.ToolCallParserEnum[NAME] = ChatparseToolDetector
+    ReasoningParser.DetectorMap[NAME] = ChatparseReasoningDetector
+
+
+__all__ = ["ChatparseReasoningDetector", "ChatparseToolDetector", "register", "template_for"]

@@ -20,6 +20,9 @@ from chatparse.template.compile import CompiledField
 IdFactory = Callable[[int], str]
 Chunk = dict[str, Any]
 
+# ``json.dumps(value, ensure_ascii=False)`` builds this encoder on every call; one is enough.
+_encode = json.JSONEncoder(ensure_ascii=False).encode
+
 REASONING_FIELDS = ("thinking", "reasoning_content", "reasoning")
 CONTENT_FIELD = "content"
 TOOLS_FIELD = "tool_calls"
@@ -44,7 +47,7 @@ def _json_text(value: Any, where: str) -> str:
     Python's ``json`` (and vLLM) write them: the JSON readers of the content parsers accept them from the
     model, as transformers' do, so a parse can hold them."""
     try:
-        return json.dumps(value, ensure_ascii=False)
+        return _encode(value)
     except (TypeError, ValueError, RecursionError) as exc:
         reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).split(";")[0]
         raise InputTypeError(
@@ -153,22 +156,26 @@ def _wire_call(call: Any, index: int, make_id: IdFactory) -> dict[str, Any]:
 # --- streaming ----------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class _TextState:
     """One text field: what was sent (as pieces: re-joining on every send would be quadratic), the
     regions' values so far, and the open region's held trailing whitespace."""
 
+    name: str
+    fld: CompiledField
+    whole: bool  # a ``strip_joined`` field: one text stream, stripped at its ends only
+    key: str = CONTENT_FIELD  # the delta key its text goes out under
+    streams: bool = False  # the open region's chunks go out as they arrive (see ``_update_streams``)
     sent: list[str] = field(default_factory=list)  # every delta sent for the field
-    region_sent: list[str] = field(default_factory=list)  # the deltas of the open region
+    region_start: int = 0  # where the open region's deltas begin in ``sent``
     values: list[str] = field(default_factory=list)  # closed regions' values (the last one without join)
     synced: bool = True  # what was sent equals the field's value as of the last close
     started: bool = False  # the open region produced non-space text
     held: str = ""
     closed_once: bool = False
-    whole: bool = False  # a ``strip_joined`` field: one text stream, stripped at its ends only
 
 
-@dataclass
+@dataclass(slots=True)
 class _CallState:
     """One tool call in flight: header/early-argument bookkeeping."""
 
@@ -179,7 +186,23 @@ class _CallState:
     keys: set[str] = field(default_factory=set)
     pending: str | None = None  # XML: the last completed key's fragment, sent when the next completes
     scanner: Any = None
+    xml: bool = False  # the scanner reads XML parameters (else JSON)
+    waiting: list[str] = field(default_factory=list)  # body text the scanner has not seen yet (see ``_scan``)
     early: bool = True  # still streaming arguments early
+
+
+class _HeadField:
+    """A stream attribute every chunk carries (``id``, ``created``, ``model``): it lives in the head dict
+    each chunk is copied from, so building a chunk reads no attribute."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.key = name
+
+    def __get__(self, stream: ChatCompletionStream | None, owner: type | None = None) -> Any:
+        return self if stream is None else stream._head[self.key]
+
+    def __set__(self, stream: ChatCompletionStream, value: Any) -> None:
+        stream._head[self.key] = value
 
 
 class ChatCompletionStream:
@@ -189,6 +212,10 @@ class ChatCompletionStream:
     parser and returns the rest, ending with the chunk that carries ``finish_reason``. Linear: the
     accumulated text is never re-parsed.
     """
+
+    id = _HeadField()
+    created = _HeadField()
+    model = _HeadField()
 
     def __init__(
         self,
@@ -208,10 +235,11 @@ class ChatCompletionStream:
         tool_list = list(tools) if isinstance(tools, Iterable) and not isinstance(tools, str | bytes) else tools
         self.parser = ResponseParser(template, prefix, tools=tool_list, on_malformed=on_malformed)
         self.buffer_calls = buffer_calls
-        self.model = model
-        self.reasoning_key = reasoning_key
-        self.id = completion_id or "chatcmpl-" + uuid.uuid4().hex
-        self.created = int(time.time()) if created is None else created
+        # What every chunk starts with, copied per chunk (``id``, ``created`` and ``model`` read and write it).
+        self._head: Chunk = {"id": completion_id or "chatcmpl-" + uuid.uuid4().hex, "object": "chat.completion.chunk",
+                             "created": int(time.time()) if created is None else created, "model": model}
+        self._choice: dict[str, Any] = {"index": 0, "delta": None, "finish_reason": None, "logprobs": None}
+        self._reasoning_key = reasoning_key
         self._make_id = id_factory or default_call_id
         self._params: dict[str, dict[str, Any]] = {}
         if tool_list:
@@ -229,16 +257,57 @@ class ChatCompletionStream:
         self.malformed: list[dict[str, Any]] = []
         self.mismatches: list[str] = []  # fields whose early deltas could not be reconciled (a bug if any)
         self._pending_chunks: list[Chunk] = []
+        # The text field whose chunks take ``feed``'s shortest path: its region produced text (so the role
+        # went out) and streams as it comes, and no other event came since (set by ``_text_chunk``).
+        self._fast: _TextState | None = None
         self._run(self.parser.initial_events, last_feed=True)
         self._initial = self._take()
+        self._fast = None  # the first feed returns the prefix's chunks too
+
+    @property
+    def reasoning_key(self) -> str:
+        """The delta key reasoning text goes out under."""
+        return self._reasoning_key
+
+    @reasoning_key.setter
+    def reasoning_key(self, value: str) -> None:
+        self._reasoning_key = value
+        self._fast = None  # its key was resolved for the shortest path
 
     # --- public -----------------------------------------------------------------------------------
 
     def feed(self, text: str) -> list[Chunk]:
         """Add generated text; returns the chunks it completes."""
+        events = self.parser.feed(text)
+        if len(events) == 1:
+            event = events[0]
+            if event["type"] == "region_chunk":
+                state = self._fast
+                if state is not None and event["field"] == state.name and not event["dirty"]:
+                    # The common feed, inline (calls would be half its cost): ``_text_chunk`` in a started
+                    # region, then one chunk as ``_chunk`` builds it.
+                    held = state.held
+                    combined = held + event["text"] if held else event["text"]
+                    kept = combined.rstrip()
+                    if kept is not combined:  # trailing whitespace: held until text follows it
+                        state.held = combined[len(kept):]
+                        if not kept:
+                            return []
+                    elif held:
+                        state.held = ""
+                    state.sent.append(kept)
+                    choice = self._choice.copy()
+                    choice["delta"] = {state.key: kept}
+                    chunk = self._head.copy()
+                    chunk["choices"] = [choice]
+                    return [chunk]
+                if not self._initial:
+                    return self._one_chunk(event)
+        elif not events and not self._initial:
+            return []
         out = self._initial
         self._initial = []
-        self._run(self.parser.feed(text), last_feed=True)
+        self._run(events, last_feed=True)
         return out + self._take()
 
     def finish(self, finish_reason: str = "stop") -> list[Chunk]:
@@ -264,16 +333,24 @@ class ChatCompletionStream:
 
     # --- event routing ----------------------------------------------------------------------------
 
+    def _one_chunk(self, event: dict[str, Any]) -> list[Chunk]:
+        """A feed that is one chunk of a region's body (not on the shortest path): a call's body only
+        feeds its scanner; a region without streamed text sends nothing."""
+        name = event["field"]
+        state = self._text.get(name)
+        if state is not None:
+            if event["dirty"] or not state.streams:
+                return []
+            self._text_chunk(name, state, event["text"])
+        elif name == TOOLS_FIELD:
+            if self._call is not None and self._call.scanner is not None:
+                self._scan(self._call, event["text"])
+        elif name == CONTENT_FIELD or name in REASONING_FIELDS:  # the field's first event
+            self._run([event], last_feed=True)
+        return self._take() if self._pending_chunks else []
+
     def _run(self, events: list[dict[str, Any]], *, last_feed: bool) -> None:
-        if len(events) == 1 and events[0]["type"] == "region_chunk":  # the common case, one text chunk
-            event = events[0]
-            name = event["field"]
-            state = self._text.get(name)
-            if state is not None and (name == CONTENT_FIELD or name in REASONING_FIELDS):
-                text_field = self.parser.template.fields[name]
-                if not event["dirty"] and self._streams_text(text_field, state):
-                    self._text_chunk(name, state, text_field, event["text"])
-                return
+        self._fast = None
         last_open = max((i for i, e in enumerate(events) if e["type"] == "region_open"), default=-1)
         for i, event in enumerate(events):
             name = event["field"]
@@ -285,6 +362,8 @@ class ChatCompletionStream:
                 self._route_call(kind, event, fld, live=last_feed and i == last_open)
             elif name == CONTENT_FIELD or name in REASONING_FIELDS:
                 self._route_text(kind, event, fld)
+            if kind != "region_chunk":
+                self._fast = None
             if kind == "region_malformed":
                 self.malformed.append({k: v for k, v in event.items() if k != "type"})
             elif kind == "region_close" and event.get("malformed"):
@@ -294,15 +373,16 @@ class ChatCompletionStream:
         name = event["field"]
         state = self._text.get(name)
         if state is None:
-            state = self._text[name] = _TextState(whole=fld.ext.strip_joined)
+            state = self._text[name] = _TextState(name, fld, whole=fld.ext.strip_joined)
+            _update_streams(state)
         if state.whole:
-            self._route_whole_text(kind, event, fld, state)
+            self._route_whole_text(kind, event, state)
             return
         if kind == "region_open":
-            state.started, state.held, state.region_sent = False, "", []
+            state.started, state.held, state.region_start = False, "", len(state.sent)
         elif kind == "region_chunk":
-            if not event["dirty"] and self._streams_text(fld, state):
-                self._text_chunk(name, state, fld, event["text"])
+            if not event["dirty"] and state.streams:
+                self._text_chunk(name, state, event["text"])
         elif kind == "region_close":
             value = event["value"]
             text = value if isinstance(value, str) else ""
@@ -317,50 +397,45 @@ class ChatCompletionStream:
             else:
                 state.values = [text]
             state.closed_once = True
+            _update_streams(state)
             state.started, state.held = False, ""
             if expected is not None and state.synced:
                 self._reconcile_region(name, state, expected)
             else:  # a repeated field without join: the whole value against everything sent
                 target = join.join(state.values) if join is not None else text
                 self._reconcile_text(name, state, target)
-            state.region_sent = []
+            state.region_start = len(state.sent)
 
-    def _route_whole_text(self, kind: str, event: dict[str, Any], fld: CompiledField, state: _TextState) -> None:
+    def _route_whole_text(self, kind: str, event: dict[str, Any], state: _TextState) -> None:
         """A ``strip_joined`` field streams as one text: its pieces and joins as written, the leading
         whitespace of the whole dropped and trailing whitespace held until text follows it."""
-        name = event["field"]
-        if kind == "region_open" and state.closed_once and fld.join:
-            self._text_chunk(name, state, fld, fld.join)
+        name, join = event["field"], state.fld.join
+        if kind == "region_open" and state.closed_once and join:
+            self._text_chunk(name, state, join)
         elif kind == "region_chunk" and not event["dirty"]:
-            self._text_chunk(name, state, fld, event["text"])
+            self._text_chunk(name, state, event["text"])
         elif kind == "region_close":
             state.closed_once = True
 
-    def _streams_text(self, fld: CompiledField, state: _TextState) -> bool:
-        return state.whole or (_strips(fld) and (fld.join is not None or not state.closed_once))
-
-    def _text_chunk(self, name: str, state: _TextState, fld: CompiledField, text: str) -> None:
-        if state.whole:
-            if not state.started:
-                text = text.lstrip()
-                if not text:
-                    return
-                state.started = True
-        elif not state.started:
+    def _text_chunk(self, name: str, state: _TextState, text: str) -> None:
+        if not state.started:
             text = text.lstrip()
             if not text:
                 return
             state.started = True
-            if fld.join is not None and state.values:
-                text = fld.join + text
+            if not state.whole and state.fld.join is not None and state.values:
+                text = state.fld.join + text
         combined = state.held + text
         kept = combined.rstrip()
         state.held = combined[len(kept):]
         self._emit_text(name, state, kept)
+        if state.streams:
+            state.key = CONTENT_FIELD if name == CONTENT_FIELD else self._reasoning_key
+            self._fast = state
 
     def _reconcile_region(self, name: str, state: _TextState, expected: str) -> None:
         """At a region's close, everything before it already matched: only its own text is compared."""
-        sent = "".join(state.region_sent)
+        sent = "".join(state.sent[state.region_start:])
         if expected.startswith(sent):
             self._emit_text(name, state, expected[len(sent):])
         else:
@@ -371,6 +446,7 @@ class ChatCompletionStream:
     def _reconcile_text(self, name: str, state: _TextState, target: str) -> None:
         sent = "".join(state.sent)
         state.sent = [sent] if sent else []
+        state.region_start = len(state.sent)
         if target.startswith(sent):
             self._emit_text(name, state, target[len(sent):])
             state.synced = True
@@ -383,9 +459,7 @@ class ChatCompletionStream:
         if not text:
             return
         state.sent.append(text)
-        state.region_sent.append(text)
-        key = CONTENT_FIELD if name == CONTENT_FIELD else self.reasoning_key
-        self._delta({key: text})
+        self._delta({CONTENT_FIELD if name == CONTENT_FIELD else self.reasoning_key: text})
 
     # --- tool calls -------------------------------------------------------------------------------
 
@@ -400,10 +474,11 @@ class ChatCompletionStream:
                 if isinstance(name, str):
                     self._header(call, name)
             call.scanner = self._scanner(call, shape)
+            call.xml = shape.body == "xml"
         elif kind == "region_chunk":
             current = self._call
             if current is not None and current.scanner is not None:
-                current.scanner.feed(event["text"])
+                self._scan(current, event["text"])
         elif kind == "region_close":
             values = _call_list(event["value"])
             first = self._call or _CallState()
@@ -412,6 +487,20 @@ class ChatCompletionStream:
                 self._close_call(first if position == 0 else _CallState(), value)
         elif kind == "region_malformed":
             self._call = None  # a header already sent stays, with the fragments sent so far
+
+    def _scan(self, call: _CallState, text: str) -> None:
+        """Feed the call's scanner. Its callbacks fire only at a character that ends a key: the ``,`` or
+        ``}`` after a JSON value (at most one level down), the ``>`` of the tag after an XML value. Text
+        without one waits and goes in with the next text that has one: the same callbacks in the same feed,
+        with one scanner call per key instead of one per feed."""
+        if (">" in text) if call.xml else ("," in text or "}" in text or "]" in text):
+            if call.waiting:
+                call.waiting.append(text)
+                text = "".join(call.waiting)
+                call.waiting.clear()
+            call.scanner.feed(text)
+        else:
+            call.waiting.append(text)
 
     def _close_call(self, call: _CallState, value: Mapping[str, Any]) -> None:
         fn = value.get("function")
@@ -486,7 +575,7 @@ class ChatCompletionStream:
         call.keys.add(key)
         typed = self._typed(call.name, key, value)
         lead = "{" if not call.emitted and call.pending is None else ", "
-        fragment = lead + json.dumps(key, ensure_ascii=False) + ": " + json.dumps(typed, ensure_ascii=False)
+        fragment = lead + _encode(key) + ": " + _encode(typed)
         if not hold_one:
             self._args(call, fragment)
             return
@@ -521,8 +610,11 @@ class ChatCompletionStream:
         self._pending_chunks.append(self._chunk(delta, None))
 
     def _chunk(self, delta: dict[str, Any], reason: str | None) -> Chunk:
-        return {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": reason, "logprobs": None}]}
+        choice = self._choice.copy()
+        choice["delta"], choice["finish_reason"] = delta, reason
+        chunk = self._head.copy()
+        chunk["choices"] = [choice]
+        return chunk
 
     def _take(self) -> list[Chunk]:
         out, self._pending_chunks = self._pending_chunks, []
@@ -600,6 +692,13 @@ def _xml_args_unusual(fld: CompiledField) -> bool:
     if fld.content == "xml-params":
         return any(args.get(key) != value for key, value in _QWEN_PARAMETERS.items())
     return bool(args.get("value_parser") or args.get("merge_duplicates"))
+
+
+def _update_streams(state: _TextState) -> None:
+    """Whether the field's chunks go out as they arrive: a stripped plain-text field whose regions join
+    (or its first region), or a ``strip_joined`` one; the others wait for the region's value."""
+    fld = state.fld
+    state.streams = state.whole or (_strips(fld) and (fld.join is not None or not state.closed_once))
 
 
 def _strips(fld: CompiledField) -> bool:

@@ -17,10 +17,10 @@ from chatparse.content.args import (
     check_regex,
     compiled,
     excerpt,
-    timed,
     timed_finditer,
 )
 from chatparse.content.builtin import check_value_parser, parse_value
+from chatparse.content.regex_search import match, search
 from chatparse.content.registry import register_extensions
 
 Args = Mapping[str, Any]
@@ -85,6 +85,8 @@ _XML_PARAMS_ARGS: dict[str, type | tuple[type, ...]] = {
 
 def _close_literal(template: str, groups: Mapping[str, str | None]) -> str:
     """``value_close`` with its ``{group}`` placeholders filled from the parameter opener's captures."""
+    if "{" not in template:
+        return template
     return str(_PLACEHOLDER.sub(lambda m: groups.get(m.group(1)) or "", template))
 
 
@@ -113,7 +115,7 @@ def _first_structural_close(body: str, close: str, start: int, opener: Any, trai
         gap = after
         while gap < len(body) and body[gap].isspace():
             gap += 1
-        if gap == len(body) or timed(opener.match, body, gap) or (trailer and body.startswith(trailer, gap)):
+        if gap == len(body) or match(opener, body, gap) or (trailer and body.startswith(trailer, gap)):
             return at
         at = body.find(close, after)
     return first
@@ -153,7 +155,7 @@ def parse_xml_params(text: str, args: Args) -> dict[str, Any]:
     parsers: Mapping[str, Mapping[str, Any]] = args.get("value_parsers", {})
     default: Mapping[str, Any] | None = args.get("default_parser")
     out: dict[str, Any] = {}
-    m = timed(opener.search, text)
+    m = search(opener, text)
     if m is None:
         return _whole_body(text, args, trailer)
     if text[: m.start()].strip():
@@ -163,7 +165,7 @@ def parse_xml_params(text: str, args: Args) -> dict[str, Any]:
         close = _close_literal(close_template, groups)
         start = m.end()
         if next_param:
-            following = timed(opener.search, text, start)
+            following = search(opener, text, start)
             end = following.start() if following is not None else len(text)
             stretch = text[start:end]
             at = stretch.rfind(close)
@@ -181,7 +183,7 @@ def parse_xml_params(text: str, args: Args) -> dict[str, Any]:
                 raise ValueError(f"xml-params: the value of {groups['key'].strip()!r} has no {close!r}")
             raw = text[start:at]
             after = at + len(close)
-            m = timed(opener.search, text, after)
+            m = search(opener, text, after)
             between = text[after : m.start() if m is not None else len(text)]
             if not _blank(between, trailer if m is None else ""):
                 raise ValueError(f"xml-params: text between parameters: {excerpt(between)}")

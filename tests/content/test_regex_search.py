@@ -1,0 +1,89 @@
+"""content.regex_search: the literal prefilter and the single-pass shortcut give exactly what
+``pattern.search``/``pattern.match`` give, and a pattern that can backtrack stays under the budget."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chatparse.content.args import compiled, regex_deadline
+from chatparse.content.regex_search import match, search, search_facts
+from chatparse.errors import RegexBudgetError
+
+SINGLE_PASS = [
+    r"<parameter=(?P<key>[^>\n]+)>",
+    r"<arg_key>(?P<key>[^<]*)</arg_key>\s*<arg_value>",
+    r'<atem:parameter\s+name="(?P<key>[^"]*)"\s*>',
+    r"<p=(?P<key>\w+?)>",
+    r"<p=(?P<key>[a-z]{1,3})",
+]
+NOT_SINGLE_PASS = [
+    r"<p=(?P<key>.*)>",  # the repeat can take the '>' that follows it
+    r"<p=(?P<key>[^>]*)[^<]*>",  # a repeat followed by a repeat
+    r"<p=(?P<key>(?:ab)+)>",  # a repeat of more than one character
+    r"(?i)<p=(?P<key>[^>]+)>",
+    r"<p=(?P<key>[^>]+)>(?=x)",
+    r"(?:<q>)?<p=(?P<key>[^>]+)>",
+    r"<p=(?P<key>ab|a)>",  # an alternation of sequences
+]
+# Searched patterns for the equivalence property: with and without leading literals, single-pass or not.
+PATTERNS = SINGLE_PASS[:2] + NOT_SINGLE_PASS[:3] + [
+    r"(?:<q>|<p=)(?P<key>[^>]*)>",
+    r"(?<=\n)<p=(?P<key>[^>]+)>",
+    r"(?:<q>)?<p=(?P<key>[^>\n]+)>",
+]
+PIECES = ["<p=", "<parameter=", "<q>", "<arg_key>", "</arg_key>", "<arg_value>", "a", "b", ">", "<", "\n", " ", "x"]
+
+
+@pytest.mark.parametrize("pattern", SINGLE_PASS)
+def test_single_pass_patterns_are_recognised(pattern: str) -> None:
+    assert search_facts(compiled(pattern)).single_pass
+
+
+@pytest.mark.parametrize("pattern", NOT_SINGLE_PASS)
+def test_patterns_that_can_rescan_are_not_single_pass(pattern: str) -> None:
+    assert not search_facts(compiled(pattern)).single_pass
+
+
+def test_leading_literals_are_the_anchors() -> None:
+    assert search_facts(compiled(r"<parameter=(?P<key>[^>\n]+)>")).anchors == ("<parameter=",)
+    assert set(search_facts(compiled(r"(?:<q>|<p=)(?P<key>[^>]*)>")).anchors or ()) == {"<q>", "<p="}
+    assert search_facts(compiled(r"(?:<q>)?<p=(?P<key>[^>]+)>")).anchors is None
+    assert search_facts(compiled(r"\s*<p=(?P<key>[^>]+)>")).anchors is None
+
+
+def _same(got: object, expected: object) -> None:
+    if expected is None:
+        assert got is None
+    else:
+        assert got is not None
+        assert (got.span(), got.groupdict()) == (expected.span(), expected.groupdict())  # type: ignore[attr-defined]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(PATTERNS), st.lists(st.sampled_from(PIECES), max_size=40), st.data())
+def test_search_and_match_give_what_the_pattern_gives(pattern: str, pieces: list[str], data: st.DataObject) -> None:
+    regex_pattern = compiled(pattern)
+    text = "".join(pieces)
+    starts = [i for i, c in enumerate(text) if c == "<"]  # where matches start: the interesting positions
+    pos = data.draw(st.sampled_from(starts) if starts else st.just(0)) + data.draw(st.sampled_from([0, 0, -1, 1]))
+    pos = max(0, min(pos, len(text)))
+    with regex_deadline(10.0):
+        _same(search(regex_pattern, text, pos), regex_pattern.search(text, pos))
+        _same(match(regex_pattern, text, pos), regex_pattern.match(text, pos))
+
+
+def test_many_literals_that_start_no_match_hand_over_to_one_search() -> None:
+    pattern = compiled(r"<p=(?P<key>[^>\n]+)>")
+    text = "<p=\n" * 5_000 + "<p=k>"
+    with regex_deadline(10.0):
+        found = search(pattern, text)
+    assert found is not None and found.start() == len(text) - 5 and found["key"] == "k"
+
+
+def test_a_pattern_that_backtracks_still_runs_under_the_budget() -> None:
+    pattern = compiled(r"<p=(?P<key>(?:a|a)+)>")
+    assert not search_facts(pattern).single_pass
+    with regex_deadline(0.05), pytest.raises(RegexBudgetError):
+        search(pattern, "<p=" + "a" * 40)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chatparse.content.args import compiled, regex_deadline
-from chatparse.content.regex_search import match, search, search_facts
+from chatparse.content.regex_search import searcher
 from chatparse.errors import RegexBudgetError
 
 SINGLE_PASS = [
@@ -38,19 +38,19 @@ PIECES = ["<p=", "<parameter=", "<q>", "<arg_key>", "</arg_key>", "<arg_value>",
 
 @pytest.mark.parametrize("pattern", SINGLE_PASS)
 def test_single_pass_patterns_are_recognised(pattern: str) -> None:
-    assert search_facts(compiled(pattern)).single_pass
+    assert searcher(pattern).single_pass
 
 
 @pytest.mark.parametrize("pattern", NOT_SINGLE_PASS)
 def test_patterns_that_can_rescan_are_not_single_pass(pattern: str) -> None:
-    assert not search_facts(compiled(pattern)).single_pass
+    assert not searcher(pattern).single_pass
 
 
 def test_leading_literals_are_the_anchors() -> None:
-    assert search_facts(compiled(r"<parameter=(?P<key>[^>\n]+)>")).anchors == ("<parameter=",)
-    assert set(search_facts(compiled(r"(?:<q>|<p=)(?P<key>[^>]*)>")).anchors or ()) == {"<q>", "<p="}
-    assert search_facts(compiled(r"(?:<q>)?<p=(?P<key>[^>]+)>")).anchors is None
-    assert search_facts(compiled(r"\s*<p=(?P<key>[^>]+)>")).anchors is None
+    assert searcher(r"<parameter=(?P<key>[^>\n]+)>").anchors == ("<parameter=",)
+    assert set(searcher(r"(?:<q>|<p=)(?P<key>[^>]*)>").anchors or ()) == {"<q>", "<p="}
+    assert searcher(r"(?:<q>)?<p=(?P<key>[^>]+)>").anchors is None
+    assert searcher(r"\s*<p=(?P<key>[^>]+)>").anchors is None
 
 
 def _same(got: object, expected: object) -> None:
@@ -64,26 +64,25 @@ def _same(got: object, expected: object) -> None:
 @settings(max_examples=400, deadline=None)
 @given(st.sampled_from(PATTERNS), st.lists(st.sampled_from(PIECES), max_size=40), st.data())
 def test_search_and_match_give_what_the_pattern_gives(pattern: str, pieces: list[str], data: st.DataObject) -> None:
-    regex_pattern = compiled(pattern)
+    regex_pattern, fast = compiled(pattern), searcher(pattern)
     text = "".join(pieces)
     starts = [i for i, c in enumerate(text) if c == "<"]  # where matches start: the interesting positions
     pos = data.draw(st.sampled_from(starts) if starts else st.just(0)) + data.draw(st.sampled_from([0, 0, -1, 1]))
     pos = max(0, min(pos, len(text)))
     with regex_deadline(10.0):
-        _same(search(regex_pattern, text, pos), regex_pattern.search(text, pos))
-        _same(match(regex_pattern, text, pos), regex_pattern.match(text, pos))
+        _same(fast.search(text, pos), regex_pattern.search(text, pos))
+        _same(fast.match(text, pos), regex_pattern.match(text, pos))
 
 
 def test_many_literals_that_start_no_match_hand_over_to_one_search() -> None:
-    pattern = compiled(r"<p=(?P<key>[^>\n]+)>")
     text = "<p=\n" * 5_000 + "<p=k>"
     with regex_deadline(10.0):
-        found = search(pattern, text)
+        found = searcher(r"<p=(?P<key>[^>\n]+)>").search(text)
     assert found is not None and found.start() == len(text) - 5 and found["key"] == "k"
 
 
 def test_a_pattern_that_backtracks_still_runs_under_the_budget() -> None:
-    pattern = compiled(r"<p=(?P<key>(?:a|a)+)>")
-    assert not search_facts(pattern).single_pass
+    pattern = searcher(r"<p=(?P<key>(?:a|a)+)>")
+    assert not pattern.single_pass
     with regex_deadline(0.05), pytest.raises(RegexBudgetError):
-        search(pattern, "<p=" + "a" * 40)
+        pattern.search("<p=" + "a" * 40)

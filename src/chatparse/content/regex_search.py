@@ -8,14 +8,13 @@ character) is tried there without the ``regex`` module's ``timeout=``, which rea
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from re import _constants as sre_c  # type: ignore[attr-defined,unused-ignore]
 from re import _parser as sre_parse  # type: ignore[attr-defined,unused-ignore]
 from typing import Any
 
 import regex
 
-from chatparse.content.args import timed
+from chatparse.content.args import compiled, timed
 
 # Failed anchored tries before one budgeted search takes over (many literal occurrences that do not
 # start a match: the search walks them in one call).
@@ -28,38 +27,65 @@ _CATEGORIES = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class SearchFacts:
-    """``anchors``: literals one of which starts every match (None: unknown); ``finder``: a compiled
-    alternation of them when there are several; ``single_pass``: a match attempt costs time linear in
-    what it reads, so it needs no timeout."""
+class Searcher:
+    """A content pattern (compiled with DOTALL) and how to search it: ``anchors``, literals one of which
+    starts every match (None: unknown), found by ``str.find`` or, for several, a compiled alternation of
+    them; ``single_pass``: a match attempt costs time linear in what it reads, so it needs no timeout."""
 
-    anchors: tuple[str, ...] | None
-    finder: Any
-    single_pass: bool
+    __slots__ = ("anchors", "finder", "pattern", "single_pass")
+
+    def __init__(self, source: str) -> None:
+        from chatparse.template.regex_info import analyze  # the template layer imports the content registry
+
+        self.pattern = compiled(source)
+        info = analyze(source)
+        self.anchors = info.anchors if info.lead is None and not self.pattern.flags & regex.IGNORECASE else None
+        self.finder = None
+        if self.anchors is not None and len(self.anchors) > 1:
+            alternation = "|".join(regex.escape(a) for a in sorted(self.anchors, key=len, reverse=True))
+            self.finder = regex.compile(alternation)
+        self.single_pass = _single_pass(source, self.pattern.flags)
+
+    def match(self, text: str, pos: int) -> Any:
+        """``pattern.match(text, pos)``, under the budget unless the pattern is single-pass."""
+        if self.single_pass:
+            return self.pattern.match(text, pos)
+        return timed(self.pattern.match, text, pos)
+
+    def search(self, text: str, pos: int = 0) -> Any:
+        """``pattern.search(text, pos)`` under the budget: tried only where one of its leading literals
+        occurs when it has them (after a few failed tries, one budgeted search from there)."""
+        anchors = self.anchors
+        if anchors is None:
+            return timed(self.pattern.search, text, pos)
+        tries = 0
+        at = self._next_anchor(text, pos)
+        while at >= 0:
+            if tries == _MAX_TRIES:
+                return timed(self.pattern.search, text, at)
+            m = self.match(text, at)
+            if m is not None:
+                return m
+            tries += 1
+            at = self._next_anchor(text, at + 1)
+        return None
+
+    def _next_anchor(self, text: str, pos: int) -> int:
+        if self.finder is None:
+            return text.find(self.anchors[0], pos)  # type: ignore[index]
+        found = self.finder.search(text, pos)  # literals only: linear, needs no budget
+        return -1 if found is None else int(found.start())
 
 
-_FACTS: dict[tuple[str, int], SearchFacts] = {}
+_SEARCHERS: dict[str, Searcher] = {}
 
 
-def search_facts(pattern: Any) -> SearchFacts:
-    """The facts of a compiled content pattern (cached by its source)."""
-    key = (pattern.pattern, pattern.flags)
-    facts = _FACTS.get(key)
-    if facts is None:
-        facts = _FACTS[key] = _analyze(*key)
-    return facts
-
-
-def _analyze(source: str, flags: int) -> SearchFacts:
-    from chatparse.template.regex_info import analyze  # the template layer imports the content registry
-
-    info = analyze(source)
-    anchors = info.anchors if info.lead is None and not flags & regex.IGNORECASE else None
-    finder = None
-    if anchors is not None and len(anchors) > 1:
-        finder = regex.compile("|".join(regex.escape(a) for a in sorted(anchors, key=len, reverse=True)))
-    return SearchFacts(anchors, finder, _single_pass(source, flags))
+def searcher(source: str) -> Searcher:
+    """The ``Searcher`` of a content pattern's source, built once."""
+    found = _SEARCHERS.get(source)
+    if found is None:
+        found = _SEARCHERS[source] = Searcher(source)
+    return found
 
 
 def _single_pass(source: str, flags: int) -> bool:
@@ -129,37 +155,3 @@ def _in_set(char: str, item: Any) -> bool | None:
         else:
             return None
     return hit != negate
-
-
-def match(pattern: Any, text: str, pos: int) -> Any:
-    """``pattern.match(text, pos)``, under the budget unless the pattern is single-pass."""
-    if search_facts(pattern).single_pass:
-        return pattern.match(text, pos)
-    return timed(pattern.match, text, pos)
-
-
-def search(pattern: Any, text: str, pos: int = 0) -> Any:
-    """``pattern.search(text, pos)`` under the budget: tried only where one of its leading literals
-    occurs when it has them (after a few failed tries, one budgeted search from there)."""
-    facts = search_facts(pattern)
-    anchors = facts.anchors
-    if anchors is None:
-        return timed(pattern.search, text, pos)
-    tries = 0
-    at = _next_anchor(text, pos, anchors, facts.finder)
-    while at >= 0:
-        if tries == _MAX_TRIES:
-            return timed(pattern.search, text, at)
-        m = pattern.match(text, at) if facts.single_pass else timed(pattern.match, text, at)
-        if m is not None:
-            return m
-        tries += 1
-        at = _next_anchor(text, at + 1, anchors, facts.finder)
-    return None
-
-
-def _next_anchor(text: str, pos: int, anchors: tuple[str, ...], finder: Any) -> int:
-    if finder is None:
-        return text.find(anchors[0], pos)
-    found = finder.search(text, pos)  # literals only: linear, needs no budget
-    return -1 if found is None else int(found.start())

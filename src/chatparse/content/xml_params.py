@@ -20,7 +20,7 @@ from chatparse.content.args import (
     timed_finditer,
 )
 from chatparse.content.builtin import check_value_parser, parse_value
-from chatparse.content.regex_search import match, search
+from chatparse.content.regex_search import Searcher, searcher
 from chatparse.content.registry import register_extensions
 
 Args = Mapping[str, Any]
@@ -85,8 +85,6 @@ _XML_PARAMS_ARGS: dict[str, type | tuple[type, ...]] = {
 
 def _close_literal(template: str, groups: Mapping[str, str | None]) -> str:
     """``value_close`` with its ``{group}`` placeholders filled from the parameter opener's captures."""
-    if "{" not in template:
-        return template
     return str(_PLACEHOLDER.sub(lambda m: groups.get(m.group(1)) or "", template))
 
 
@@ -105,7 +103,7 @@ def _unclosed(text: str, trailer: str) -> str:
     return text[:-1] if text.endswith("\n") else text
 
 
-def _first_structural_close(body: str, close: str, start: int, opener: Any, trailer: str) -> int:
+def _first_structural_close(body: str, close: str, start: int, opener: Searcher, trailer: str) -> int:
     """Where the value that starts at ``start`` ends in ``close`` mode: the first ``close`` followed by
     whitespace and then the next parameter, the trailer or the end of the body; failing that, the first
     ``close``; -1 when there is none."""
@@ -115,7 +113,7 @@ def _first_structural_close(body: str, close: str, start: int, opener: Any, trai
         gap = after
         while gap < len(body) and body[gap].isspace():
             gap += 1
-        if gap == len(body) or match(opener, body, gap) or (trailer and body.startswith(trailer, gap)):
+        if gap == len(body) or opener.match(body, gap) or (trailer and body.startswith(trailer, gap)):
             return at
         at = body.find(close, after)
     return first
@@ -147,25 +145,26 @@ def parse_xml_params(text: str, args: Args) -> dict[str, Any]:
     parameters nor (with ``json_body``) a JSON object raise ``ValueError``, so a broken call is reported
     instead of read as a call with fewer arguments.
     """
-    opener = compiled(args["param_open"])
+    opener = searcher(args["param_open"])
     close_template: str = args["value_close"]
+    fixed_close = close_template if "{" not in close_template else None
     next_param = args.get("value_ends", "next_param") == "next_param"
     strip_newlines = args.get("strip_newlines", False)
     trailer: str = args.get("trailer", "")
     parsers: Mapping[str, Mapping[str, Any]] = args.get("value_parsers", {})
     default: Mapping[str, Any] | None = args.get("default_parser")
     out: dict[str, Any] = {}
-    m = search(opener, text)
+    m = opener.search(text)
     if m is None:
         return _whole_body(text, args, trailer)
     if text[: m.start()].strip():
         raise ValueError(f"xml-params: text before the first parameter: {excerpt(text[: m.start()])}")
     while m is not None:
         groups = m.groupdict()
-        close = _close_literal(close_template, groups)
+        close = fixed_close or _close_literal(close_template, groups)
         start = m.end()
         if next_param:
-            following = search(opener, text, start)
+            following = opener.search(text, start)
             end = following.start() if following is not None else len(text)
             stretch = text[start:end]
             at = stretch.rfind(close)
@@ -183,7 +182,7 @@ def parse_xml_params(text: str, args: Args) -> dict[str, Any]:
                 raise ValueError(f"xml-params: the value of {groups['key'].strip()!r} has no {close!r}")
             raw = text[start:at]
             after = at + len(close)
-            m = search(opener, text, after)
+            m = opener.search(text, after)
             between = text[after : m.start() if m is not None else len(text)]
             if not _blank(between, trailer if m is None else ""):
                 raise ValueError(f"xml-params: text between parameters: {excerpt(between)}")

@@ -44,11 +44,10 @@ from chatparse.openai import TOOLS_FIELD
 from chatparse.template.compile import CompiledTemplate, Delimiter
 
 logger = logging.getLogger("sglang.chatparse")
-# The reasoning detector parses the text the tool detector parses again: only the tool detector logs what the
-# message leaves out, unless no tool detector reads the text.
-_quiet = logging.getLogger("sglang.chatparse.reasoning")
-_quiet.addHandler(logging.NullHandler())
-_quiet.propagate = False
+# The reasoning detector parses the text the tool detector parses again, and the tool detector is asked
+# whether a text has calls before it parses it: only the parse whose result the client gets logs what the
+# message leaves out. A logger outside logging's tree, so no logging configuration turns it back on.
+_quiet = logging.Logger("chatparse.quiet", level=logging.CRITICAL + 1)
 
 _CHOSEN: dict[tuple[int, str], tuple[Any, CompiledTemplate]] = {}  # holding the tokenizer keeps its id
 _LAST: list[CompiledTemplate] = []  # the template chosen last, for SGLang's constructions without a tokenizer

@@ -1,0 +1,372 @@
+"""The SGLang plugin against SGLang's own classes (skipped without SGLang; ``scripts/test-sglang.sh`` builds a
+venv with it and runs this module).
+
+Each corpus case of the served families goes the way ``python -m sglang.launch_server --tool-call-parser
+chatparse --reasoning-parser chatparse`` serves it: the output as token ids of a tokenizer built locally with
+the family's special tokens, grouped into engine steps several ways, turned into text by SGLang's
+``DetokenizerManager`` decode step, and answered by SGLang's ``OpenAIServingChat`` itself (built over a stand-in
+tokenizer manager that yields those steps): ``_generate_chat_stream`` for streaming, ``_build_chat_response``
+for non-streaming, with the prompt handed over by its ``_set_response_parser_context``. The client-side sum of
+the streamed chunks must equal the non-streaming message, and both chatparse's ``parse_response``
+(``on_malformed="recover"``), finish reasons included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import shlex
+import types
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("sglang", reason="SGLang is not installed; scripts/test-sglang.sh builds a venv with "
+                                     "SGLang 0.5.23 and runs this module")
+
+from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest
+from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat
+from sglang.srt.function_call.function_call_parser import FunctionCallParser
+from sglang.srt.managers.detokenizer_manager import DetokenizerManager
+from sglang.srt.parser.reasoning_parser import ReasoningParser
+from sglang.srt.parser.response_template import configure_response_template_request, tool_close_token_ids
+from sglang.srt.runtime_context import publish, reset_context
+from sglang.srt.server_args import ServerArgs
+
+from chatparse.integrations.serving import CALLS_ENV, TEMPLATE_ENV
+from chatparse.integrations.sglang import ENTRY_POINT, ENTRY_POINT_GROUP, NAME, register
+from chatparse.integrations.sglang_detectors import ChatparseReasoningDetector, ChatparseToolDetector
+from tests import tokens
+from tests.integrations.serving_cases import (
+    CASE_IDS,
+    CASES,
+    CHUNKINGS,
+    FAMILIES,
+    ServedCase,
+    add_call,
+    complete_calls,
+    served_case,
+    without_ids,
+)
+from tests.integrations.tokenizers import encode, family_tokenizer
+from tests.templates.corpus_loader import case_id, load_case
+
+QWEN_HEADER = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+
+
+def _publish(**parsers: str | None) -> None:
+    """The server configuration SGLang's processes read (``get_serving()``), as launch_server publishes it."""
+    reset_context()
+    publish(ServerArgs(model_path="dummy", **parsers), role="test")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _server() -> Iterator[None]:
+    register()
+    _publish(tool_call_parser=NAME, reasoning_parser=NAME)
+    yield
+    reset_context()
+
+
+# --- SGLang's serving layer over a stand-in tokenizer manager ---------------------------------------------------
+
+
+class TokenizerManager:
+    """What ``OpenAIServingChat`` reads from SGLang's tokenizer manager; ``generate_request`` yields the steps
+    of one generation as the real one does (cumulative text, the finish reason on the last)."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self.server_args = types.SimpleNamespace(tool_call_parser=NAME, reasoning_parser=NAME)
+        self.model_config = types.SimpleNamespace(
+            get_default_sampling_params=dict, hf_config=types.SimpleNamespace(model_type="chatparse_test", architectures=[]),
+            is_multimodal=False)
+        self.served_model_name = "m"
+        self.steps: list[dict[str, Any]] = []
+
+    def config_value(self, name: str) -> Any:
+        return getattr(self.server_args, name, None)
+
+    async def generate_request(self, adapted_request: Any, raw_request: Any) -> AsyncIterator[dict[str, Any]]:
+        for step in self.steps:
+            yield step
+
+
+def serving_chat(tokenizer: Any) -> OpenAIServingChat:
+    manager = TokenizerManager(tokenizer)
+    template_manager = types.SimpleNamespace(force_reasoning=False, reasoning_config=None, chat_template_name=None,
+                                             python_chat_template=None)
+    return OpenAIServingChat(manager, template_manager)  # type: ignore[arg-type]
+
+
+def make_request(serving: OpenAIServingChat, case: dict[str, Any], *, stream: bool) -> ChatCompletionRequest:
+    """A chat request prepared as ``_convert_to_internal_request`` prepares it: the detectors' tool
+    constraint asked for, special tokens kept, the rendered prompt handed to the response parsers."""
+    tools = case.get("tools")
+    request = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}], stream=stream,
+                                    tools=tools, tool_choice="auto" if tools else None)
+    constraint = None
+    if tools:
+        parser = FunctionCallParser(request.tools, NAME, tokenizer=serving.tokenizer_manager.tokenizer)
+        constraint = parser.get_structure_constraint(request.tool_choice, request.parallel_tool_calls)
+        assert constraint is None, "chatparse adds no grammar"
+    assert serving._requires_response_template_detokenization(request)
+    configure_response_template_request(request)
+    adapted = types.SimpleNamespace(text=case["prefix"], input_ids=None, sampling_params={})
+    active = serving._tool_call_parsing_active(request)
+    serving._set_response_parser_context(request, adapted, tool_call_constraint=constraint,
+                                         tools=serving._effective_tools(request) if active else [])
+    assert request._response_parser_prefix == case["prefix"]
+    return request
+
+
+def detokenizer(tokenizer: Any) -> DetokenizerManager:
+    """SGLang's detokenizer for one request, without its process (the decode step is the real one)."""
+    detok = DetokenizerManager.__new__(DetokenizerManager)
+    detok.tokenizer = tokenizer
+    detok.vocab_size = len(tokenizer)
+    detok.decode_status = {}
+    detok.disable_tokenizer_batch_decode = False
+    detok.is_tool_call_parser_gpt_oss = False
+    detok.tool_close_token_ids = tool_close_token_ids(NAME, tokenizer)
+    return detok
+
+
+def engine_steps(tokenizer: Any, request: ChatCompletionRequest, groups: list[list[int]], reason: str,
+                 matched: Any = None) -> list[dict[str, Any]]:
+    """The tokenizer manager's outputs for ``groups`` of generated ids: text from SGLang's detokenizer
+    (special tokens kept as the request asks), accumulated, the finish reason on the last step."""
+    detok = detokenizer(tokenizer)
+    steps, text, count = [], "", 0
+    for position, group in enumerate(groups):
+        last = position == len(groups) - 1
+        finish = {"type": reason, "matched": matched} if last else None
+        batch = types.SimpleNamespace(
+            rids=["r"], decoded_texts=[""], decode_ids=[list(group)], read_offsets=[0], finished_reasons=[finish],
+            no_stop_trim=[False], skip_special_tokens=[request.skip_special_tokens],
+            spaces_between_special_tokens=[False])
+        text += detok._decode_batch_token_id_output(batch)[0]
+        count += len(group)
+        steps.append({"text": text, "index": 0, "meta_info": {
+            "id": "r", "finish_reason": finish, "prompt_tokens": 1, "completion_tokens": count,
+            "cached_tokens": 0, "weight_version": "default"}, "output_ids": [i for g in groups[: position + 1] for i in g]})
+    return steps
+
+
+def non_streaming(tokenizer: Any, case: dict[str, Any], reason: str) -> dict[str, Any]:
+    serving = serving_chat(tokenizer)
+    request = make_request(serving, case, stream=False)
+    ids = encode(tokenizer, case["output"])
+    final = engine_steps(tokenizer, request, [ids], reason)[-1]
+    response = serving._build_chat_response(request, [final], created=0)
+    choice = response.choices[0]
+    message = choice.message
+    return {"reasoning": message.reasoning_content or "", "content": message.content or "",
+            "calls": [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
+                      for c in message.tool_calls or ()],
+            "finish_reason": choice.finish_reason}
+
+
+def streaming(tokenizer: Any, case: dict[str, Any], reason: str, grouping: str, seed: int) -> dict[str, Any]:
+    serving = serving_chat(tokenizer)
+    request = make_request(serving, case, stream=True)
+    groups = tokens.groupings(encode(tokenizer, case["output"]), seed)[grouping]
+    serving.tokenizer_manager.steps = engine_steps(tokenizer, request, groups, reason)  # type: ignore[attr-defined]
+    return accumulate(asyncio.run(sse_chunks(serving, request)))
+
+
+async def sse_chunks(serving: OpenAIServingChat, request: ChatCompletionRequest) -> list[dict[str, Any]]:
+    chunks = []
+    async for event in serving._generate_chat_stream(types.SimpleNamespace(), request, None):
+        assert event.startswith("data: "), event
+        body = event.removeprefix("data: ").strip()
+        if body != "[DONE]":
+            chunks.append(json.loads(body))
+    return chunks
+
+
+def accumulate(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    """What an OpenAI client builds from SGLang's chunks."""
+    out: dict[str, Any] = {"reasoning": "", "content": "", "calls": {}, "finish_reason": None}
+    for chunk in chunks:
+        assert "error" not in chunk, chunk
+        for choice in chunk["choices"]:
+            delta = choice["delta"]
+            out["reasoning"] += delta.get("reasoning_content") or ""
+            out["content"] += delta.get("content") or ""
+            for call in delta.get("tool_calls") or ():
+                function = call.get("function") or {}
+                add_call(out["calls"], call["index"], call.get("id"), function.get("name"), function.get("arguments"))
+            out["finish_reason"] = choice.get("finish_reason") or out["finish_reason"]
+    out["calls"] = [out["calls"][i] for i in sorted(out["calls"])]
+    return out
+
+
+def serve(family: str, path: Path, monkeypatch: pytest.MonkeyPatch, calls: str) -> tuple[ServedCase, Any]:
+    monkeypatch.setenv(TEMPLATE_ENV, FAMILIES[family])
+    monkeypatch.setenv(CALLS_ENV, calls)
+    return served_case(family, path), family_tokenizer(FAMILIES[family])
+
+
+@pytest.mark.parametrize(("family", "path"), CASES, ids=CASE_IDS)
+def test_corpus_through_sglang_serving(family: str, path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    served, tokenizer = serve(family, path, monkeypatch, "buffered")
+    assert without_ids(non_streaming(tokenizer, served.case, served.reason)) == served.want
+    for grouping in CHUNKINGS:
+        streamed = streaming(tokenizer, served.case, served.reason, grouping, served.seed)
+        assert without_ids(streamed) == served.want, grouping
+
+
+TOOL_CASES = [(family, path) for family, path in CASES if load_case(path).get("tools")]
+
+
+@pytest.mark.parametrize(("family", "path"), TOOL_CASES, ids=[case_id(f, p) for f, p in TOOL_CASES])
+def test_early_calls_never_deliver_a_cut_call(family: str, path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``CHATPARSE_CALLS=early``: the calls whose arguments parse are the message's calls; a call whose
+    arguments do not parse is one that was cut or broken, and the finish reason is then not ``tool_calls``."""
+    served, tokenizer = serve(family, path, monkeypatch, "early")
+    want = served.want
+    for grouping in CHUNKINGS:
+        streamed = streaming(tokenizer, served.case, served.reason, grouping, served.seed)
+        assert complete_calls(streamed["calls"]) == want["calls"], grouping
+        assert (streamed["reasoning"], streamed["content"]) == (want["reasoning"], want["content"]), grouping
+        if len(complete_calls(streamed["calls"])) < len(streamed["calls"]):
+            assert streamed["finish_reason"] != "tool_calls", grouping
+        else:
+            assert streamed["finish_reason"] == want["finish_reason"], grouping
+
+
+# --- registration, selection, requests ------------------------------------------------------------------------
+
+
+def test_register_adds_both_detectors_to_sglangs_maps_and_choices() -> None:
+    from sglang.srt.server_args import _reasoning_parser_choices, _tool_call_parser_choices
+
+    register()
+    assert FunctionCallParser.ToolCallParserEnum[NAME] is ChatparseToolDetector
+    assert ReasoningParser.DetectorMap[NAME] is ChatparseReasoningDetector
+    assert NAME in _tool_call_parser_choices() and NAME in _reasoning_parser_choices()
+    assert (ENTRY_POINT_GROUP, ENTRY_POINT.split(":")[1]) == ("sglang.srt.plugins", "register")
+
+
+def test_the_entry_point_is_installed_when_the_package_declares_it() -> None:
+    """``load_plugins`` runs the ``sglang.srt.plugins`` entry points; once pyproject.toml declares ours (see
+    docs/sglang.md), an installed chatparse registers itself in every SGLang process."""
+    from importlib.metadata import entry_points
+
+    ours = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.value == ENTRY_POINT]
+    pyproject = (Path(__file__).parents[2] / "pyproject.toml").read_text(encoding="utf-8")
+    if ENTRY_POINT not in pyproject:
+        pytest.skip("pyproject.toml does not declare the sglang.srt.plugins entry point yet")
+    assert ours, "declared in pyproject.toml but not installed: reinstall chatparse (pip install -e .)"
+    ours[0].load()()
+    assert FunctionCallParser.ToolCallParserEnum[NAME] is ChatparseToolDetector
+
+
+DOC = Path(__file__).parents[2] / "docs" / "sglang.md"
+
+
+def documented_command() -> list[str]:
+    """The ``python -m sglang.launch_server`` command line of docs/sglang.md, with its environment."""
+    block = DOC.read_text(encoding="utf-8").split("```bash\n", 1)[1].split("```", 1)[0]
+    line = block.replace("\\\n", " ")
+    return shlex.split(next(part for part in line.splitlines() if "sglang.launch_server" in part))
+
+
+def test_the_documented_command_parses_with_sglangs_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sglang.srt.server_args import prepare_server_args
+
+    argv = documented_command()
+    env = dict(item.split("=", 1) for item in argv[: argv.index("python")])
+    assert env == {TEMPLATE_ENV: "qwen3"}
+    assert argv[argv.index("python"):][:3] == ["python", "-m", "sglang.launch_server"]
+    register()
+    args = prepare_server_args(argv[argv.index("python") + 3:])
+    assert (args.tool_call_parser, args.reasoning_parser) == (NAME, NAME)
+    monkeypatch.setenv(TEMPLATE_ENV, env[TEMPLATE_ENV])
+    detector = ReasoningParser(args.reasoning_parser, tokenizer=family_tokenizer("qwen3")).detector
+    assert isinstance(detector, ChatparseReasoningDetector)
+    assert detector.think_end_token == "</think>"
+
+
+def test_another_parser_beside_chatparse_is_a_startup_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(TEMPLATE_ENV, "qwen3")
+    try:
+        _publish(tool_call_parser="hermes", reasoning_parser=NAME)
+        with pytest.raises(ValueError, match="--tool-call-parser chatparse --reasoning-parser chatparse"):
+            ReasoningParser(NAME, tokenizer=family_tokenizer("qwen3"))
+        _publish(tool_call_parser=NAME, reasoning_parser="qwen3")
+        with pytest.raises(ValueError, match="expected --reasoning-parser chatparse"):
+            FunctionCallParser([], NAME, tokenizer=family_tokenizer("qwen3"))
+        _publish(tool_call_parser=NAME, reasoning_parser=None)  # tool calls alone are fine
+        FunctionCallParser([], NAME, tokenizer=family_tokenizer("qwen3"))
+    finally:
+        _publish(tool_call_parser=NAME, reasoning_parser=NAME)
+
+
+def test_no_template_is_an_error_naming_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(TEMPLATE_ENV, raising=False)
+    anonymous = family_tokenizer("qwen3").__class__(tokenizer_object=family_tokenizer("qwen3").backend_tokenizer)
+    with pytest.raises(ValueError, match=TEMPLATE_ENV):
+        ReasoningParser(NAME, tokenizer=anonymous)
+
+
+@pytest.mark.parametrize(("tool_choice", "strict", "parallel"), [
+    ("required", False, True), ({"type": "function", "function": {"name": "get_weather"}}, False, True),
+    ("auto", True, True), ("auto", False, False)])
+def test_guarantees_it_cannot_enforce_are_rejected(tool_choice: Any, strict: bool, parallel: bool,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(TEMPLATE_ENV, "qwen3")
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"},
+                                               "strict": strict}}]
+    request = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}], tools=tools,
+                                    tool_choice=tool_choice, parallel_tool_calls=parallel)
+    parser = FunctionCallParser(request.tools, NAME, tokenizer=family_tokenizer("qwen3"))
+    with pytest.raises(ValueError, match="tool_choice='auto' with non-strict tools"):
+        parser.get_structure_constraint(request.tool_choice, parallel_tool_calls=parallel)
+
+
+def test_a_cut_call_is_left_out_with_a_line_in_the_log(monkeypatch: pytest.MonkeyPatch,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv(TEMPLATE_ENV, "qwen3")
+    case = {"prefix": QWEN_HEADER, "tools": [
+        {"type": "function", "function": {"name": name, "parameters": {"type": "object"}}} for name in "ab"],
+        "output": '<tool_call>{"name": "a", "arguments": {}}</tool_call><tool_call>{"name": "b", "arguments": {"x": '}
+    with caplog.at_level(logging.WARNING, logger="sglang.chatparse"):
+        result = non_streaming(family_tokenizer("qwen3"), case, "length")
+    assert [(c["name"], c["arguments"]) for c in result["calls"]] == [("a", "{}")]
+    assert result["finish_reason"] == "length"
+    dropped = [r for r in caplog.records if r.name == "sglang.chatparse" and "(truncated)" in r.getMessage()]
+    assert len(dropped) == 1  # the reasoning detector parses the same text quietly
+
+
+def test_held_reasoning_is_sent_whole_when_stream_reasoning_is_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(TEMPLATE_ENV, "qwen3")
+    parser = ReasoningParser(NAME, stream_reasoning=False, prefix=QWEN_HEADER,
+                             tokenizer=family_tokenizer("qwen3"))
+    output = "<think>Let me see, slowly.</think>Sunny."
+    steps = [parser.parse_stream_chunk(output[i:i + 3]) for i in range(0, len(output), 3)]
+    reasoning = [r for r, _ in steps if r]
+    assert reasoning == ["Let me see, slowly."]
+    assert "".join(n or "" for _, n in steps) + (parser.parse_stream_end()[1] or "") == "Sunny."
+
+
+def test_gpt_oss_call_closer_survives_sglangs_stop_trimming(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``<|call|>`` ends a gpt-oss generation as a stop token; SGLang's detokenizer keeps a stop token that
+    closes a call of the tool parser, so the call is not read as cut."""
+    monkeypatch.setenv(TEMPLATE_ENV, "gpt_oss")
+    tokenizer = family_tokenizer("gpt_oss")
+    (call_id,) = encode(tokenizer, "<|call|>")
+    assert call_id in tool_close_token_ids(NAME, tokenizer)
+    path = next(p for f, p in TOOL_CASES if f == "gpt_oss" and load_case(p)["output"].endswith("<|call|>"))
+    served = served_case("gpt_oss", path)
+    serving = serving_chat(tokenizer)
+    request = make_request(serving, served.case, stream=False)
+    ids = encode(tokenizer, served.case["output"])
+    final = engine_steps(tokenizer, request, [ids], "stop", matched=call_id)[-1]
+    assert final["text"] == served.case["output"]
+    message = serving._build_chat_response(request, [final], created=0).choices[0].message
+    assert [c.function.name for c in message.tool_calls] == [c["name"] for c in served.want["calls"]]

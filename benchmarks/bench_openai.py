@@ -56,6 +56,13 @@ def gpt_oss_large_arguments_output(size: int) -> str:
             + "<|call|>")
 
 
+def xml_large_arguments_output(size: int) -> str:
+    """The same call in Qwen 3.5's XML layout (raw parameter text, no JSON escapes)."""
+    return ("Writing it.\n<tool_call>\n<function=write_file>\n<parameter=path>\nnotes/draft.md\n</parameter>\n"
+            "<parameter=content>\n" + words(size) + "\n</parameter>\n<parameter=mode>\nw\n</parameter>\n"
+            "</function>\n</tool_call><|im_end|>")
+
+
 def nested_arguments_output(size: int) -> str:
     """One call with many arguments, each completing (and streaming) on its own."""
     keys = max(1, size // 40)
@@ -69,6 +76,7 @@ CASES: dict[str, tuple[str, Callable[[int], str], float]] = {
     "reasoning+content": ("qwen3", reasoning_content_output, 1.0),
     "large-arguments": ("qwen3", large_arguments_output, 2.0),
     "large-arguments-gpt-oss": ("gpt_oss", gpt_oss_large_arguments_output, 2.0),
+    "large-arguments-xml": ("qwen3_5", xml_large_arguments_output, 2.0),
     "nested-arguments": ("qwen3", nested_arguments_output, 2.0),
 }
 

@@ -626,3 +626,58 @@ def test_qwen3_coder_xml_arguments_sent_early_are_the_final_ones(text: str) -> N
         sent = "".join(tc["function"].get("arguments", "") for c in chunks
                        for tc in c["choices"][0]["delta"].get("tool_calls") or [])
         assert json.loads(sent) == stream.message["tool_calls"][0]["function"]["arguments"]
+
+
+# --- when things go out: the feed that completes them -------------------------------------------
+
+
+def sent_by_feed(template: str, text: str) -> list[tuple[int, str]]:
+    """(index of the character fed, argument fragment) for every non-empty fragment, feeding one character
+    at a time (``len(text)``: sent by ``finish``)."""
+    stream = ChatCompletionStream(template, "", id_factory=ids, created=1)
+    out = [(i, fragment) for i, char in enumerate(text) for fragment in arg_fragments(stream.feed(char))]
+    out += [(len(text), fragment) for fragment in arg_fragments(stream.finish())]
+    assert stream.mismatches == []
+    return out
+
+
+def test_json_arguments_go_out_with_the_character_that_completes_them() -> None:
+    """A key's fragment goes out in the feed holding the ',' or '}' after its value, never later (the call
+    scanner is handed text only when it holds such a character: ',' and '}' inside strings do not count)."""
+    body = '{"name": "f", "arguments": {"a": 1, "b": "x,y}", "c": [1, {"d": 2}], "e": "z"}}'
+    text = f"<tool_call>\n{body}\n</tool_call>"
+    at = [text.index(', "b"'), text.index(', "c"'), text.index(', "e"'), text.index('"z"}') + 3, len(text) - 1]
+    fragments = ['{"a": 1', ', "b": "x,y}"', ', "c": [1, {"d": 2}]', ', "e": "z"', "}"]  # "}": at the call's close
+    assert sent_by_feed("qwen3", text) == list(zip(at, fragments, strict=True))
+
+
+def test_xml_arguments_go_out_with_the_tag_that_completes_the_next_one() -> None:
+    """XML: a key's fragment goes out one key behind, in the feed holding the '>' that ends the next
+    parameter ('>' inside a value completes nothing)."""
+    text = ("<tool_call>\n<function=f>\n<parameter=a>\n1 > 0\n</parameter>\n<parameter=b>\nx\n</parameter>\n"
+            "<parameter=c>\ny\n</parameter>\n</function>\n</tool_call>")
+
+    def closing(key: str) -> int:
+        return text.index("</parameter>", text.index(f"<parameter={key}>")) + len("</parameter>") - 1
+
+    sent = sent_by_feed("qwen3_5", text)
+    assert sent[:2] == [(closing("b"), '{"a": "1 > 0"'), (closing("c"), ', "b": "x"')]
+    assert "".join(fragment for _, fragment in sent) == '{"a": "1 > 0", "b": "x", "c": "y"}'
+
+
+def test_chunk_fields_set_after_construction_go_out() -> None:
+    stream = ChatCompletionStream("qwen3", "", model="m", created=1, completion_id="chatcmpl-1")
+    assert (stream.id, stream.model, stream.created) == ("chatcmpl-1", "m", 1)
+    stream.model, stream.created, stream.id = "other", 2, "chatcmpl-2"
+    chunks = stream.feed("<think>why</think>Hi") + stream.finish()
+    assert {(c["id"], c["model"], c["created"]) for c in chunks} == {("chatcmpl-2", "other", 2)}
+    assert all(ChatCompletionChunk.model_validate(c) for c in chunks)
+
+
+def test_reasoning_key_set_mid_stream_applies_to_the_next_delta() -> None:
+    stream = ChatCompletionStream("qwen3", "", created=1)
+    first = stream.feed("<think>one ") + stream.feed("two ")
+    stream.reasoning_key = "reasoning"
+    later = stream.feed("three") + stream.feed("</think>done") + stream.finish()
+    assert "".join(c["choices"][0]["delta"].get("reasoning_content", "") for c in first) == "one two"
+    assert "".join(c["choices"][0]["delta"].get("reasoning", "") for c in later) == " three"

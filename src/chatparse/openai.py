@@ -20,6 +20,8 @@ from chatparse.template.compile import CompiledField
 IdFactory = Callable[[int], str]
 Chunk = dict[str, Any]
 
+# A chunk's one choice, copied per chunk (a copy costs less than a dict display).
+_CHOICE: dict[str, Any] = {"index": 0, "delta": None, "finish_reason": None, "logprobs": None}
 # ``json.dumps(value, ensure_ascii=False)`` builds this encoder on every call; one is enough.
 _encode = json.JSONEncoder(ensure_ascii=False).encode
 
@@ -238,7 +240,6 @@ class ChatCompletionStream:
         # What every chunk starts with, copied per chunk (``id``, ``created`` and ``model`` read and write it).
         self._head: Chunk = {"id": completion_id or "chatcmpl-" + uuid.uuid4().hex, "object": "chat.completion.chunk",
                              "created": int(time.time()) if created is None else created, "model": model}
-        self._choice: dict[str, Any] = {"index": 0, "delta": None, "finish_reason": None, "logprobs": None}
         self._reasoning_key = reasoning_key
         self._make_id = id_factory or default_call_id
         self._params: dict[str, dict[str, Any]] = {}
@@ -296,7 +297,7 @@ class ChatCompletionStream:
                     elif held:
                         state.held = ""
                     state.sent.append(kept)
-                    choice = self._choice.copy()
+                    choice = _CHOICE.copy()
                     choice["delta"] = {state.key: kept}
                     chunk = self._head.copy()
                     chunk["choices"] = [choice]
@@ -610,7 +611,7 @@ class ChatCompletionStream:
         self._pending_chunks.append(self._chunk(delta, None))
 
     def _chunk(self, delta: dict[str, Any], reason: str | None) -> Chunk:
-        choice = self._choice.copy()
+        choice = _CHOICE.copy()
         choice["delta"], choice["finish_reason"] = delta, reason
         chunk = self._head.copy()
         chunk["choices"] = [choice]

@@ -292,3 +292,73 @@ def test_other_types_are_a_named_type_error(raw: Any) -> None:
         loads(raw)
     assert caught.value.code == "bad_input_type" and isinstance(caught.value, TypeError)
     assert f"found {type(raw).__name__}" in str(caught.value)
+
+
+# --- the C-scanner fast path (issue 17): the exact reader's verdict on every input ----------------------
+
+from chatparse.strict_json import _decode, _Parser, scan_strict  # noqa: E402
+
+
+def _exact(raw: str | bytes, **limits: Any) -> tuple[str, Any]:
+    """The hand-written reader's verdict alone: ('ok', value) or (code, offset, message)."""
+    try:
+        return "ok", _Parser(_decode(raw, limits.get("max_bytes")), limits.get("max_depth", 64)).parse_document()
+    except StrictJSONError as exc:
+        return exc.code, (exc.offset, exc.message)
+
+
+def _verdict(raw: str | bytes, **limits: Any) -> tuple[str, Any]:
+    try:
+        return "ok", loads(raw, **limits)
+    except StrictJSONError as exc:
+        return exc.code, (exc.offset, exc.message)
+
+
+FAST_PATH_EDGES = [
+    '{"a": 1e400}', '[1e308, 2e308]', "1" + "0" * 308, "2" + "0" * 308, "-" + "9" * 309, "1" + "0" * 300 + "e50",
+    "1" + "0" * 220 + ".5e90", "[1e-400, 0e000, 5E+0300]", '"\\ud83d\\ude00"', '"\\ud83d"', '"\\\\ud83d"',
+    '["\\ud800\\u0041"]', '{"\\udc00": 1}', '"\\\\\\ud800"', "[" * 64 + "]" * 64, "[" * 65 + "]" * 65,
+    '[{"a": [' * 21 + "]}]" * 21, '[{"a": [' * 22 + "]}]" * 22, '["[[[[", "{{{{"]' + " " * 3, "[" * 3000 + "]" * 3000,
+    '{"a": NaN}', "[Infinity]", '{"a": 1, "a": 1}', '{"a": {"b": 1, "b": 2}}', '"x"\t\n', "\ufeff[]", '"\ud800"',
+    '"\ud83d\ude00"', "[1.0, -0.0, 0]", '{"k": "e000 0e000 \\u00e9"}',
+]
+
+
+@pytest.mark.parametrize("text", FAST_PATH_EDGES)
+def test_fast_path_gives_the_exact_readers_verdict(text: str) -> None:
+    for raw in (text, text.encode("utf-8", "surrogatepass")):
+        for limits in ({}, {"max_depth": 3}, {"max_depth": None}, {"max_bytes": 40}):
+            if limits.get("max_depth", 0) is None and text.startswith("[" * 3000):
+                continue  # the exact reader walks it iteratively; nothing to compare against the C scanner
+            expected, got = _exact(raw, **limits), _verdict(raw, **limits)
+            assert got == expected
+            if expected[0] == "ok":
+                assert repr(got[1]) == repr(expected[1])  # -0.0 and int/float kinds included
+
+
+_FUZZ_ALPHABET = [*'{}[]":,0123456789.eE+-tfnrulasNIy \n\\', "\\u", "\\ud83d", "\\ude00", "e400", "\ud800"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_FUZZ_ALPHABET), max_size=40).map("".join))
+def test_fast_path_agrees_with_the_exact_reader_on_fuzz(text: str) -> None:
+    assert _verdict(text) == _exact(text)
+    assert _verdict(text, max_depth=2) == _exact(text, max_depth=2)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_json_values, st.sampled_from([None, 0, 2]))
+def test_fast_path_agrees_on_valid_documents(value: Any, indent: int | None) -> None:
+    text = json.dumps(value, indent=indent, ensure_ascii=indent == 2)
+    assert repr(_verdict(text)) == repr(_exact(text))
+    assert repr(_verdict(text, max_depth=1)) == repr(_exact(text, max_depth=1))
+
+
+def test_scan_strict_vouches_only_for_what_loads_accepts() -> None:
+    assert scan_strict('{"a": [1, "x"]}') == {"a": [1, "x"]}
+    for doubtful in ('{"a":1,"a":2}', "[NaN]", '"\\ud800"', "[1,]", b"\xef\xbb\xbf[]", b'"\xff"', "[] x"):
+        assert scan_strict(doubtful) is None
+    assert scan_strict("[1, 2, 3]", max_bytes=4) is None
+    # numbers and depth are left to the caller: the value is the C scanner's
+    assert scan_strict("[1e400]") == [float("inf")]
+    assert scan_strict("[" * 70 + "]" * 70) is not None

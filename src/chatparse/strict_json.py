@@ -2,10 +2,14 @@
 
 Duplicate keys, ``NaN``/``Infinity``, numbers outside the double range, lone surrogates, a BOM,
 invalid UTF-8 and text around the value are rejected; nesting depth is bounded without recursion.
+Valid input is read by the standard library's C scanner with checks around it; input that it or the
+checks doubt is read again by the exact reader below, which names the fault and its offset.
 """
 
 from __future__ import annotations
 
+import gc
+import json
 import re
 import sys
 from typing import Any, Final
@@ -54,8 +58,136 @@ def loads(
     ``memoryview`` are read as ``bytes``; any other non-text type is an ``InputTypeError`` (a ``TypeError``).
     ``max_bytes`` bounds the UTF-8 size before parsing; ``max_depth`` bounds container nesting.
     """
-    text = _decode(as_text_or_bytes(raw, "strict_json.loads()"), max_bytes)
-    return _Parser(text, max_depth).parse_document()
+    raw = as_text_or_bytes(raw, "strict_json.loads()")
+    value = _fast_loads(raw, max_bytes, max_depth)
+    if value is _DOUBT:
+        return _Parser(_decode(raw, max_bytes), max_depth).parse_document()
+    return value
+
+
+class _Doubt(ValueError):
+    """Raised from the C scanner's hooks: the exact reader decides."""
+
+
+_DOUBT: Final[Any] = object()
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        raise _Doubt
+    return value
+
+
+def _refuse(_literal: str) -> Any:
+    raise _Doubt
+
+
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    if value in (float("inf"), float("-inf")):
+        raise _Doubt
+    return value
+
+
+def _double_range_int(literal: str) -> int:
+    if len(literal) > _MAX_INT_DIGITS + 1:
+        raise _Doubt
+    value = int(literal)
+    if abs(value) > sys.float_info.max:
+        raise _Doubt
+    return value
+
+
+_SCAN: Final = json.JSONDecoder(object_pairs_hook=_unique_keys, parse_constant=_refuse).decode
+_SCAN_CHECKING_NUMBERS: Final = json.JSONDecoder(
+    object_pairs_hook=_unique_keys,
+    parse_constant=_refuse,
+    parse_float=_finite_float,
+    parse_int=_double_range_int,
+).decode
+# Digits become "0", "e" and "E" "e", signs "+", "[" and "{" "[", any other byte a space. A number outside
+# the double range has an exponent of three digits or more, or 210 digits or more in a row
+# (10**(209 + 99) < 2**1024); containers nest deeper than N only if N "[" are there.
+_SHAPES: Final = bytes(
+    48 if 48 <= byte <= 57 else 101 if byte in b"eE" else 43 if byte in b"+-" else 91 if byte in b"[{" else 32
+    for byte in range(256)
+)
+_BIG_EXPONENT: Final = re.compile(rb"0e\+?000")
+_LONG_DIGITS: Final = b"0" * 210
+_SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+_CONTAINERS: Final = frozenset((dict, list))
+
+
+def _fast_loads(raw: str | bytes, max_bytes: int | None, max_depth: int | None, *, bounded: bool = True) -> Any:
+    """The value when the C scanner reads ``raw`` and every strict rule holds, else ``_DOUBT``.
+
+    ``bounded=False`` skips the number range and the nesting depth, for a caller that rejects every
+    number and every nesting beyond its own shape anyway (then the value differs only where it does)."""
+    if isinstance(raw, bytes):
+        data = raw
+        if data.startswith(_UTF8_BOM):
+            return _DOUBT
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return _DOUBT
+    else:
+        text = raw
+        if text.startswith("\ufeff"):
+            return _DOUBT
+        try:
+            data = text.encode("utf-8")  # fails on a lone surrogate, which the C scanner would accept
+        except UnicodeEncodeError:
+            return _DOUBT
+    if max_bytes is not None and len(data) > max_bytes:
+        return _DOUBT
+    shapes = data.translate(_SHAPES) if bounded else b""
+    scan = _SCAN_CHECKING_NUMBERS if bounded and _numbers_in_doubt(shapes) else _SCAN
+    try:
+        value = scan(text)
+    except (ValueError, RecursionError):  # JSONDecodeError and _Doubt are ValueErrors
+        return _DOUBT
+    if _SURROGATE_ESCAPE.search(data) is not None and _holds_a_lone_surrogate(value):
+        return _DOUBT
+    if bounded and max_depth is not None and shapes.count(b"[") > max_depth and _deeper_than(value, max_depth):
+        return _DOUBT
+    return value
+
+
+def scan_strict(raw: str | bytes, *, max_bytes: int | None = None) -> Any:
+    """What ``loads`` returns for ``raw`` when the C scanner can vouch for it, else None (so also for the
+    text ``null``). Numbers are not range-checked and nesting is not bounded: for a caller whose own shape
+    rejects numbers and depth, which then need no pass of their own. Cheap on every input: the exact reader
+    never runs, so a None says nothing about why; call ``loads`` for the coded error."""
+    value = _fast_loads(raw, max_bytes, None, bounded=False)
+    return None if value is _DOUBT else value
+
+
+def _numbers_in_doubt(shapes: bytes) -> bool:
+    """Whether the text may hold a number outside the double range (a test on its shape)."""
+    return _BIG_EXPONENT.search(shapes) is not None or (b"00000000" in shapes and _LONG_DIGITS in shapes)
+
+
+def _holds_a_lone_surrogate(value: Any) -> bool:
+    """The C scanner keeps an unpaired ``\\uD800``-``\\uDFFF`` escape as a lone surrogate code point."""
+    return _SURROGATE.search(json.dumps(value, ensure_ascii=False)) is not None
+
+
+def _deeper_than(value: Any, max_depth: int) -> bool:
+    """Whether containers nest more than ``max_depth`` levels deep, walked one level at a time.
+
+    ``gc.get_referents`` lists the elements of lists and the values of dicts in C (the keys too, for a
+    dict whose keys are not all strings); the containers among them make the next level."""
+    level = [value] if type(value) in _CONTAINERS else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > max_depth:
+            return True
+        level = [child for child in gc.get_referents(*level) if type(child) in _CONTAINERS]
+    return False
 
 
 def as_text_or_bytes(raw: object, where: str) -> str | bytes:
@@ -398,4 +530,4 @@ def _key_excerpt(key: str, limit: int = 40) -> str:
     return repr(key) if len(key) <= limit else f"{key[:limit]!r}… ({len(key)} chars)"
 
 
-__all__ = ["DEFAULT_MAX_DEPTH", "StrictJSONError", "loads"]
+__all__ = ["DEFAULT_MAX_DEPTH", "StrictJSONError", "loads", "scan_strict"]

@@ -23,7 +23,7 @@ from chatparse.answers.model import (
     GroundedAnswer,
 )
 from chatparse.errors import InputTypeError, excerpt
-from chatparse.strict_json import StrictJSONError, as_text_or_bytes, loads
+from chatparse.strict_json import StrictJSONError, as_text_or_bytes, loads, scan_strict
 
 VALIDATOR_VERSION: Final = "answer-check/1"
 """Bump when any rule changes; quotes are matched exactly (no Unicode or whitespace normalization)."""
@@ -127,15 +127,33 @@ def check_evidence(evidence: object, where: str) -> None:
 
 def _run_stages(raw: str | bytes, evidence: Mapping[str, str]) -> GroundedAnswer:
     _check_size(raw)
-    _check_bare(raw)
-    data = _parse(raw)
-    answer = _validate_schema(data)
+    answer = _read_valid_answer(raw)
+    if answer is None:
+        _check_bare(raw)
+        data = _parse(raw)
+        answer = _validate_schema(data)
     status = answer.status
     for stage, rule in _RULE_STAGES:
         errors = rule(answer, evidence)
         if errors:
             raise _Failed(stage, errors, claimed_status=status)
     return answer
+
+
+def _read_valid_answer(raw: str | bytes) -> GroundedAnswer | None:
+    """The answer when ``raw`` passes the bare-JSON, JSON and schema stages at once, else None (the stages
+    then run one by one to name the fault).
+
+    One C-scanned parse serves all three: an object read from the whole text is bare; the schema holds no
+    number and nests three levels, so a value it accepts is one the strict reader's number range and depth
+    bound accept too."""
+    data = scan_strict(raw, max_bytes=MAX_RAW_BYTES)
+    if type(data) is not dict:
+        return None
+    try:
+        return GroundedAnswer.model_validate(data, strict=True)
+    except ValidationError:
+        return None
 
 
 def _check_size(raw: str | bytes) -> None:

@@ -1,6 +1,6 @@
 """Engine benchmark script: chatparse vs transformers' reference parser, same run. See
 ``chatparse.benchmark`` for what is measured; ``--quick`` for a smoke run, ``--full`` for the slow
-reference rows."""
+reference rows, ``--truncated-all`` for outputs of every built-in family cut by the token limit."""
 
 import sys
 

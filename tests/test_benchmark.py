@@ -5,7 +5,19 @@ from __future__ import annotations
 import pytest
 
 from chatparse import parse_response
-from chatparse.benchmark import BUILTINS, TEMPLATES, dense, make_output, make_truncated, one_shot
+from chatparse.benchmark import (
+    BUILTINS,
+    CUTS,
+    TEMPLATES,
+    bench_cuts,
+    corpus_cuts,
+    dense,
+    make_output,
+    make_truncated,
+    one_shot,
+    truncated_cuts,
+)
+from chatparse.templates import get_template, list_templates
 
 
 @pytest.mark.parametrize("kind", list(TEMPLATES))
@@ -36,3 +48,31 @@ def test_rows_without_the_reference() -> None:
     assert all(r["tool_calls"] > 0 for r in rows)
     assert all("ratio" not in r for r in rows)  # nothing to compare against
     assert len([r for r in rows if r["bench"] == "stream-dense"]) == len(TEMPLATES) + len(BUILTINS)
+
+
+def test_cut_rows_of_the_builtins_keep_the_cut_text() -> None:
+    cases = {name: bench_cuts(kind) for name, kind in BUILTINS.items()}
+    rows = truncated_cuts(cases, [2_000, 8_000], repeat=1)
+    assert [(r["template"], r["cut"]) for r in rows] == [(name, cut) for name in BUILTINS for cut in CUTS]
+    assert all(r["kept"] and r["ms@8KB"] > 0 and "exponent" in r for r in rows)
+
+
+@pytest.mark.parametrize(("name", "kind"), list(BUILTINS.items()))
+def test_bench_cuts_land_where_they_say(name: str, kind: str) -> None:
+    cuts = bench_cuts(kind)
+    words = "a long stretch of words the token limit stops " * 50
+    message = parse_response(cuts["reasoning"][1] + words, name, prefix="")
+    assert message["thinking"].strip() == words.strip()
+    message = parse_response(cuts["content"][1] + words, name, prefix="")
+    assert message["content"].strip() == words.strip() and message["thinking"]
+    message = parse_response(cuts["call"][1] + words, name, prefix="")
+    assert "tool_calls" not in message and words.strip() in message["malformed"][0]["raw"]
+
+
+@pytest.mark.parametrize("name", list_templates())
+def test_every_builtin_family_has_its_cuts_in_the_corpus(name: str) -> None:
+    cuts = corpus_cuts(name)
+    expected = {"content", "call"} | ({"reasoning"} if "thinking" in get_template(name)["fields"] else set())
+    assert set(cuts) == expected
+    rows = truncated_cuts({name: cuts}, [3_000], repeat=1)
+    assert all(r["kept"] for r in rows), rows

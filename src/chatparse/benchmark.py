@@ -1,7 +1,9 @@
 """The engine benchmark: chatparse against transformers' reference parser in the same run (when it is
 installed), on one-shot parses, 4-character streaming, truncated outputs and memory. Every row also
-checks that both produced the identical message. Run: ``python benchmarks/bench_engine.py`` or
-``chatparse bench``."""
+checks that both produced the identical message. Outputs cut by the token limit (in reasoning, in
+content, inside a tool call) are also timed for the built-ins of the bench formats, and with
+``--truncated-all`` for every built-in family (cut from its corpus), against the per-100 KB target.
+Run: ``python benchmarks/bench_engine.py`` or ``chatparse bench``."""
 
 from __future__ import annotations
 
@@ -13,11 +15,14 @@ import statistics
 import sys
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from chatparse.engine.api import parse_response
 from chatparse.engine.parser import ResponseParser
+from chatparse.errors import ChatparseError
+from chatparse.templates import list_templates
 
 QWEN3 = {
     "defaults": {"role": "assistant"},
@@ -82,15 +87,19 @@ def _call(kind: str, i: int) -> str:
             f"<parameter=limit>\n{i}\n</parameter>\n</function>\n</tool_call>")
 
 
+def _markers(kind: str) -> tuple[str, str, str]:
+    """The reasoning open, the reasoning close that starts the content, and the end of the turn."""
+    if kind == "gpt-oss-regex":
+        return "<|channel|>analysis<|message|>", "<|end|><|channel|>final<|message|>", "<|return|>"
+    return "<think>", "</think>\n\n", "<|im_end|>"
+
+
 def make_output(kind: str, size: int, *, seed: int = 0, every: int = 4000, reasoning: int | None = None) -> str:
     """Half reasoning (or ``reasoning`` characters), then content with a tool call about every ``every``
     characters, and the end marker."""
     rng = random.Random(seed)
     reasoning = size // 2 if reasoning is None else reasoning
-    if kind == "gpt-oss-regex":
-        head, mid, tail = "<|channel|>analysis<|message|>", "<|end|><|channel|>final<|message|>", "<|return|>"
-    else:
-        head, mid, tail = "<think>", "</think>\n\n", "<|im_end|>"
+    head, mid, tail = _markers(kind)
     parts = [head, _words(rng, reasoning), mid]
     written, i = reasoning, 0
     while written < size:
@@ -258,6 +267,96 @@ def truncated(ref: Any, sizes: list[int], ref_limit: int) -> list[dict[str, Any]
     return rows
 
 
+# A cut output: the text before the cut point (reasoning open, content start, or inside a tool call's
+# string argument), then words up to the size, no end marker (the token limit stopped generation).
+CUTS = ("reasoning", "content", "call")
+TRUNCATED_TARGET_MS_PER_100KB = 5.0
+CORPUS = Path(__file__).resolve().parents[2] / "tests" / "templates" / "corpus"
+
+
+def bench_cuts(kind: str) -> dict[str, tuple[str, str]]:
+    """``{cut: (prefix, text before the cut)}`` for the bench output of ``kind``."""
+    head, mid, _ = _markers(kind)
+    text = make_output(kind, 6_000, every=2_000, reasoning=1_000)
+    content = text.index(mid) + len(mid)
+    return {"reasoning": ("", head), "content": ("", text[:content]), "call": ("", text[: text.index("item 0")])}
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _cut_texts(expected: dict[str, Any]) -> dict[str, str]:
+    """Per cut, a text of the expected message the output writes as is: the reasoning, the content, and
+    a plain string argument (letters and digits: written the same inside any call syntax)."""
+    found: dict[str, str] = {}
+    for cut, value in (("reasoning", expected.get("thinking")), ("content", expected.get("content"))):
+        if isinstance(value, str) and len(value) >= 4:
+            found[cut] = value
+    for call in expected.get("tool_calls") or []:
+        arguments = call.get("function", {}).get("arguments") if isinstance(call, dict) else None
+        for value in _strings(arguments):
+            if len(value) >= 3 and value.isalnum():
+                found.setdefault("call", value)
+    return found
+
+
+def corpus_cuts(template: str, corpus: Path = CORPUS) -> dict[str, tuple[str, str]]:
+    """``{cut: (prefix, text before the cut)}`` for a built-in family, from its corpus: per cut, the
+    first case (by file name) whose output writes that text exactly once, and whose output up to it
+    parses."""
+    cuts: dict[str, tuple[str, str]] = {}
+    for path in sorted((corpus / template.replace(".", "_")).glob("*.json")):
+        case = json.loads(path.read_text(encoding="utf-8"))
+        output = case["output"]
+        for cut, value in _cut_texts(case["expected"]).items():
+            if cut in cuts or output.count(value) != 1:
+                continue
+            head = output[: output.index(value)]
+            try:
+                parse_response(head + "some words", template, prefix=case["prefix"])
+            except ChatparseError:
+                continue
+            cuts[cut] = (case["prefix"], head)
+    return cuts
+
+
+def _size_label(size: int) -> str:
+    return f"{size // 1_000_000}MB" if size % 1_000_000 == 0 else f"{size // 1_000}KB"
+
+
+def truncated_cuts(cases: dict[str, dict[str, tuple[str, str]]], sizes: list[int], repeat: int) -> list[dict[str, Any]]:
+    """Outputs cut by the token limit, per template and cut, at each size: milliseconds (median), the
+    worst milliseconds per 100 KB against the target, the growth exponent, and whether the cut text
+    reached the message (as reasoning, content, or a truncated call's raw text)."""
+    rows = []
+    for template, cuts in cases.items():
+        for cut, (prefix, head) in cuts.items():
+            row: dict[str, Any] = {"bench": "truncated-cut", "template": template, "cut": cut}
+            times, kept = [], True
+            for size in sizes:
+                body = _words(random.Random(size), size)
+                text = head + (body.replace("\n", " ") if cut == "call" else body)  # call: inside a string
+                t, message = _median_time(lambda: parse_response(text, template, prefix=prefix), repeat)  # noqa: B023
+                times.append(t)
+                kept = kept and len(repr(message)) >= size
+                row[f"ms@{_size_label(size)}"] = t * 1e3
+            worst = max(t * 1e3 / (size / 100_000) for t, size in zip(times, sizes, strict=True))
+            row.update(ms_per_100kb=worst, meets_target=worst <= TRUNCATED_TARGET_MS_PER_100KB)
+            if len(sizes) > 1:
+                row["exponent"] = growth_exponent(sizes, times)
+            row["kept"] = kept
+            rows.append(row)
+    return rows
+
+
 def memory(sizes: list[int]) -> list[dict[str, Any]]:
     rows = []
     for size in sizes:
@@ -289,7 +388,9 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         print("  ".join(_fmt(row.get(c, "")).ljust(widths[c]) for c in columns))
 
 
-def run(*, quick: bool = False, full: bool = False, with_reference: bool = True) -> list[dict[str, Any]]:
+def run(*, quick: bool = False, full: bool = False, with_reference: bool = True,
+        truncated_all: Path | None = None) -> list[dict[str, Any]]:
+    """The benchmark rows; ``truncated_all``: a corpus directory, to cut every built-in family's output."""
     ref = _reference() if with_reference else None
     sizes = [10_000, 100_000] if quick else [10_000, 100_000, 1_000_000]
     counts = [1000, 4000] if quick else [1000, 4000, 16000, 64000]
@@ -297,6 +398,11 @@ def run(*, quick: bool = False, full: bool = False, with_reference: bool = True)
     rows += streaming(ref, counts, repeat=1 if quick else 3)
     rows += dense(ref, [200, 1000], 10_000 if quick else 40_000, repeat=3 if quick else 7)
     rows += truncated(ref, sizes, ref_limit=1_000_000 if full else 100_000)
+    cut_sizes = [10_000, 100_000] if quick else [100_000, 1_000_000]
+    rows += truncated_cuts({name: bench_cuts(kind) for name, kind in BUILTINS.items()}, cut_sizes, repeat=3)
+    if truncated_all is not None:
+        rows += truncated_cuts({name: corpus_cuts(name, truncated_all) for name in list_templates()}, cut_sizes,
+                               repeat=3)
     rows += memory(sizes)
     return rows
 
@@ -309,13 +415,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--full", action="store_true", help="also time the reference on the 1 MB truncated case (~1 min)")
     parser.add_argument("--no-reference", action="store_true", help="chatparse alone")
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    parser.add_argument("--truncated-all", action="store_true",
+                        help="also cut every built-in family's output (in reasoning, in content, inside a tool "
+                             "call), from the template corpora of a source checkout (~1 min)")
+    parser.add_argument("--corpus", metavar="DIR", type=Path, default=CORPUS,
+                        help="the template corpora for --truncated-all (default: tests/templates/corpus)")
     args = parser.parse_args(argv)
-    rows = run(quick=args.quick, full=args.full, with_reference=not args.no_reference)
+    if args.truncated_all and not args.corpus.is_dir():
+        parser.error(f"--truncated-all reads the template corpora; {args.corpus} is not a directory "
+                     "(run from a source checkout or pass --corpus DIR)")
+    rows = run(quick=args.quick, full=args.full, with_reference=not args.no_reference,
+               truncated_all=args.corpus if args.truncated_all else None)
     print_table(rows)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(rows, f, indent=1)
-    return 0 if all(r.get("identical", True) for r in rows) else 1
+    return 0 if all(r.get("identical", True) and r.get("kept", True) for r in rows) else 1
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from chatparse.benchmark import (
     make_output,
     make_truncated,
     one_shot,
+    one_shot_builtins,
     truncated_cuts,
 )
 from chatparse.templates import get_template, list_templates
@@ -76,3 +77,27 @@ def test_every_builtin_family_has_its_cuts_in_the_corpus(name: str) -> None:
     assert set(cuts) == expected
     rows = truncated_cuts({name: cuts}, [3_000], repeat=1)
     assert all(r["kept"] for r in rows), rows
+
+
+def test_builtin_one_shot_rows_compare_with_qwen3_in_the_same_run() -> None:
+    rows = one_shot_builtins(8_000, repeat=1)
+    assert [r["template"] for r in rows] == list(BUILTINS)
+    assert all(r["tool_calls"] > 0 and r["ours_mb_s"] > 0 for r in rows)
+    assert next(r for r in rows if r["template"] == "qwen3")["vs_qwen3"] == 1.0
+
+
+class _RaisingReference:
+    """A reference parser that rejects a cut call, as transformers' does."""
+
+    @staticmethod
+    def parse_response(text: str, template: object, prefix: str = "") -> dict[str, object]:
+        if "<tool_call>" in text:
+            raise ValueError("json parser could not parse region as JSON")
+        return {"role": "assistant"}
+
+
+def test_cut_rows_time_the_reference_up_to_its_limit_and_note_when_it_raises() -> None:
+    rows = truncated_cuts({"qwen3": bench_cuts("qwen3-literal")}, [2_000, 8_000], repeat=1, ref=_RaisingReference(),
+                          references={"qwen3": TEMPLATES["qwen3-literal"]}, ref_limit=2_000)
+    assert all("ratio@2KB" in r and "ratio@8KB" not in r for r in rows)
+    assert [r["ref_raised"] for r in rows] == [False, False, True]

@@ -213,6 +213,28 @@ def streaming(ref: Any, counts: list[int], repeat: int) -> list[dict[str, Any]]:
 BUILTINS = {"qwen3": "qwen3-literal", "qwen3.5": "qwen3.5-xml", "gpt_oss": "gpt-oss-regex"}
 
 
+PEER_BUILTIN = "qwen3"  # JSON tool calls: the peer of the other built-ins' one-shot rows
+
+
+def one_shot_builtins(size: int, repeat: int) -> list[dict[str, Any]]:
+    """One-shot parses of the built-ins on output of their own format, timed round-robin (the machine's
+    speed drifts between runs), against built-in ``qwen3`` (JSON calls) in the same run: ``vs_qwen3`` is
+    this row's MB/s over qwen3's."""
+    texts = {name: make_output(kind, size) for name, kind in BUILTINS.items()}
+    times: dict[str, list[float]] = {name: [] for name in BUILTINS}
+    calls: dict[str, int] = {}
+    for name, text in texts.items():
+        calls[name] = len(parse_response(text, name, prefix="").get("tool_calls", []))  # warm; counted
+    for _ in range(repeat):
+        for name, text in texts.items():
+            t, _ = _times(lambda: parse_response(text, name, prefix=""), 1)  # noqa: B023
+            times[name] += t
+    speed = {name: len(texts[name]) / statistics.median(times[name]) / 1e6 for name in BUILTINS}
+    return [{"bench": "one-shot-builtin", "template": name, "bytes": len(texts[name]), "tool_calls": calls[name],
+             "ours_mb_s": speed[name], f"vs_{PEER_BUILTIN}": speed[name] / speed[PEER_BUILTIN]}
+            for name in BUILTINS]
+
+
 def best_time(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     """The fastest of ``repeat`` timed calls of ``fn`` (garbage collector off), and its result."""
     times, result = _times(fn, repeat)
@@ -332,13 +354,29 @@ def _size_label(size: int) -> str:
     return f"{size // 1_000_000}MB" if size % 1_000_000 == 0 else f"{size // 1_000}KB"
 
 
-def truncated_cuts(cases: dict[str, dict[str, tuple[str, str]]], sizes: list[int], repeat: int) -> list[dict[str, Any]]:
+def _reference_time(ref: Any, text: str, template: Any, prefix: str) -> tuple[float, bool]:
+    """The reference's time on ``text``, and whether it raised (it reads a cut JSON call as an error)."""
+    gc.collect()
+    start = time.perf_counter()
+    try:
+        ref.parse_response(text, template, prefix=prefix)
+    except Exception:
+        return time.perf_counter() - start, True
+    return time.perf_counter() - start, False
+
+
+def truncated_cuts(cases: dict[str, dict[str, tuple[str, str]]], sizes: list[int], repeat: int, *,
+                   ref: Any = None, references: dict[str, Any] | None = None,
+                   ref_limit: int = 100_000) -> list[dict[str, Any]]:
     """Outputs cut by the token limit, per template and cut, at each size: milliseconds (median), the
     worst milliseconds per 100 KB against the target, the growth exponent, and whether the cut text
-    reached the message (as reasoning, content, or a truncated call's raw text)."""
+    reached the message (as reasoning, content, or a truncated call's raw text). With ``ref``, the
+    reference parses the same text with ``references[template]`` (a bench template of the same format),
+    once, at sizes up to ``ref_limit``: ``ratio@SIZE`` is its time over ours."""
     rows = []
     for template, cuts in cases.items():
         for cut, (prefix, head) in cuts.items():
+            parse_response(head + "warm", template, prefix=prefix)  # loads the template outside the timing
             row: dict[str, Any] = {"bench": "truncated-cut", "template": template, "cut": cut}
             times, kept = [], True
             for size in sizes:
@@ -348,6 +386,11 @@ def truncated_cuts(cases: dict[str, dict[str, tuple[str, str]]], sizes: list[int
                 times.append(t)
                 kept = kept and len(repr(message)) >= size
                 row[f"ms@{_size_label(size)}"] = t * 1e3
+                peer = (references or {}).get(template)
+                if ref is not None and peer is not None and size <= ref_limit:
+                    theirs, raised = _reference_time(ref, text, peer, prefix)
+                    row.update({f"ref_ms@{_size_label(size)}": theirs * 1e3, f"ratio@{_size_label(size)}": theirs / t})
+                    row["ref_raised"] = row.get("ref_raised", False) or raised
             worst = max(t * 1e3 / (size / 100_000) for t, size in zip(times, sizes, strict=True))
             row.update(ms_per_100kb=worst, meets_target=worst <= TRUNCATED_TARGET_MS_PER_100KB)
             if len(sizes) > 1:
@@ -395,11 +438,14 @@ def run(*, quick: bool = False, full: bool = False, with_reference: bool = True,
     sizes = [10_000, 100_000] if quick else [10_000, 100_000, 1_000_000]
     counts = [1000, 4000] if quick else [1000, 4000, 16000, 64000]
     rows = one_shot(ref, sizes, repeat=3 if quick else 5)
+    rows += one_shot_builtins(sizes[-1], repeat=5 if quick else 21)
     rows += streaming(ref, counts, repeat=1 if quick else 3)
     rows += dense(ref, [200, 1000], 10_000 if quick else 40_000, repeat=3 if quick else 7)
     rows += truncated(ref, sizes, ref_limit=1_000_000 if full else 100_000)
     cut_sizes = [10_000, 100_000] if quick else [100_000, 1_000_000]
-    rows += truncated_cuts({name: bench_cuts(kind) for name, kind in BUILTINS.items()}, cut_sizes, repeat=3)
+    rows += truncated_cuts({name: bench_cuts(kind) for name, kind in BUILTINS.items()}, cut_sizes, repeat=3,
+                           ref=ref, references={name: TEMPLATES[kind] for name, kind in BUILTINS.items()},
+                           ref_limit=1_000_000 if full else 100_000)
     if truncated_all is not None:
         rows += truncated_cuts({name: corpus_cuts(name, truncated_all) for name in list_templates()}, cut_sizes,
                                repeat=3)

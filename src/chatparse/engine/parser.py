@@ -38,7 +38,6 @@ from chatparse.errors import (
 from chatparse.structure import BodyTracker
 from chatparse.template.compile import CompiledField, CompiledTemplate, load_template
 from chatparse.template.extensions import NO_TEMPLATE_EXT
-from chatparse.transform import apply_transform
 
 Event = dict[str, Any]
 OnMalformed = Literal["raise", "keep", "recover"]
@@ -54,12 +53,14 @@ _SKIP_COLLAPSE = 64
 # most this many (the table starts again when full).
 _MEMO_TEXT = 256
 _MEMO_SIZE = 4096
+_STILL_FORMING = (None, 0)  # the remembered answer "nothing to commit, hold from the scan position"
 _CONTENT_FEEDS = 4  # a content parser's regexes may take this many feed budgets (plus the per-character part)
 _SCALARS = frozenset({str, int, float, bool, type(None)})  # default values shared, not copied
 _Watch = tuple[int, CompiledField | None, DelimiterScanner]
 # (single trigger character or None, trigger pattern, lead-run test or None, the fast path may hold a
 # trailing lead run itself, field, dirty)
 _QuietEntry = tuple[str | None, Any, Callable[[str], bool] | None, bool, str, bool]
+_Floor = tuple[Any, Callable[[str], bool] | None]  # (trigger pattern, lead-run test or None)
 
 
 class ResponseParser:
@@ -136,14 +137,28 @@ class ResponseParser:
         self._in_prefix = False
         self._finalized = False
         self._watch = self._build_watchlists()
-        self._memo: dict[tuple[str | None, int, bool, str], tuple[Any, int]] = {}
+        # Remembered scan answers (see ``_scan_delimiters``): per (state, context length, whether the
+        # context reaches the buffer start), text from the context on -> answer.
+        self._memo: dict[tuple[str | None, int, bool], dict[str, Any]] = {}
+        self._memo_size = 0
+        self._memo_text = min(_MEMO_TEXT, self._hold_cap)  # longer: the hold-back cap may apply
         self._triggers = self._template.triggers
         # The quiet fast path (see ``feed``): armed with the open region's entry when nothing is held.
         tables = self._template.engine_tables
         if "quiet" not in tables:
             tables["quiet"] = self._build_quiet_table()
+            tables["floors"] = self._build_floor_table()
+        self._floors: dict[str | None, _Floor | None] = tables["floors"]
+        # Per state: the context its watched delimiters may look back at.
+        self._contexts = {state: max((s.delim.info.context for _, _, s in watch), default=0)
+                          for state, watch in self._watch.items()}
         self._quiet_table: dict[str | None, _QuietEntry | None] = tables["quiet"]
         self._quiet: _QuietEntry | None = None
+        self._forming = False  # text is held at the end and nothing else is pending (see ``feed``)
+        # While forming: the remembered scan answers for the state, and where the text they key starts.
+        self._forming_table: dict[str, Any] | None = None
+        self._forming_start = 0
+        self._uncredited = 0  # characters fed without a regex budget of their own (credited later)
         self._skipped: list[str] = []  # text the fast path emitted without appending it to ``_buf``
         self._fast_chars = 0  # characters the fast path took (their regex budget is credited later)
         self._held_run = False  # what is held is a lead run the quiet check found (not a delimiter forming)
@@ -229,7 +244,31 @@ class ResponseParser:
                 if self._keep_events:
                     return [{"type": "region_chunk", "field": name, "text": out, "dirty": dirty}]
                 return []
+        elif self._forming and type(text) is str and text:
+            try:
+                return self._feed_forming(text)
+            except ChatparseError:
+                raise
+            except Exception as exc:
+                raise _fault(exc) from exc
         return self._feed_checked(text)
+
+    def _feed_forming(self, text: str) -> list[Event]:
+        """A feed while a delimiter is forming at ``_pos``: when the scan answer for the unresolved text
+        is remembered as "still forming there", nothing else can happen (see ``_scan_delimiters``)."""
+        pos = self._pos
+        self._append(text)
+        table = self._forming_table
+        if table is not None and self._pos == pos and len(self._buf) - pos <= self._memo_text:
+            if table.get(self._buf[self._forming_start :]) is _STILL_FORMING:
+                self._uncredited += len(text)
+                return []
+        self._start_feed(len(text))
+        events: list[Event] = [] if self._keep_events else _Discard()
+        self._process(events, eos=False)
+        self._held_run = False
+        self._arm()
+        return events
 
     def _hold_run_buffered(self, text: str, k: int, out: str, name: str, dirty: bool) -> list[Event]:
         """The fast path's trailing-run hold when lookbehinds may read the text before the run: that
@@ -281,6 +320,7 @@ class ResponseParser:
         self._bytes_in += len(data)
         if self._decoder.getstate()[0]:
             self._quiet = None  # feed() must refuse text until the split character is complete
+            self._forming = False
             return self._guarded_feed(text)
         return self.feed(text)  # complete characters: the same path (and fast path) as feed()
 
@@ -291,7 +331,7 @@ class ResponseParser:
             return []
         if self._fast_chars:
             self._unskip()
-        self._budget.start_feed(len(text))
+        self._start_feed(len(text))
         events: list[Event] = [] if self._keep_events else _Discard()
         if text:
             # Text held back for a delimiter forming (not a mere lead run) makes the quiet check fail:
@@ -309,6 +349,13 @@ class ResponseParser:
         self._arm()
         return events
 
+    def _start_feed(self, size: int) -> None:
+        """The regex budget of a feed of ``size`` characters (and of those fed without a budget)."""
+        if self._uncredited:
+            self._budget.credit(self._uncredited)
+            self._uncredited = 0
+        self._budget.start_feed(size)
+
     def _arm(self, held: bool = False) -> None:
         """Arm the fast path when a region is open and nothing is held (``held``: what is held is a lead
         run ``_quiet_hold`` found); else disarm it."""
@@ -320,8 +367,19 @@ class ResponseParser:
                 and not self._ended and (self._decoder is None or not self._decoder.getstate()[0])):
             name = self._current
             self._quiet = self._quiet_table.get(None if name == self._implicit else name)
+            self._forming = False
         else:
             self._quiet = None
+            # Text is held for a delimiter forming (or a lead run the full scan holds).
+            self._forming = (size > self._pos and not self._finalized and not self._ended
+                             and (self._decoder is None or not self._decoder.getstate()[0]))
+            pos = self._pos
+            if self._forming and size - pos <= self._memo_text and pos > max(self._zw_block, self._zw_data):
+                state = self._current if self._current != self._implicit else None
+                self._forming_table = self._memo_for(state, pos)
+                self._forming_start = pos - min(pos, self._contexts[state])
+            else:
+                self._forming_table = None
 
     def _collapse_skipped(self) -> None:
         """Keep only the template's context of the skipped text (lookbehinds read no further)."""
@@ -399,12 +457,13 @@ class ResponseParser:
                     f"trailing byte(s) of an incomplete one: {pending!r}", offset=self._bytes_in - len(pending),
                 )
         self._quiet = None
+        self._forming = False
         try:
             if self._fast_chars:
                 self._unskip()
         except Exception as exc:
             raise _fault(exc) from exc
-        self._budget.start_feed(len(self._buf) - self._pos)
+        self._start_feed(len(self._buf) - self._pos)
         try:
             self._process(events, eos=True)
         except ChatparseError:
@@ -525,28 +584,69 @@ class ResponseParser:
         delimiter-dense stream the same headers form again and again (each feed inside one would run
         the delimiter regexes over it again)."""
         buf, pos = self._buf, self._pos
-        if eos or len(buf) - pos > _MEMO_TEXT or self._zw_block >= pos or self._zw_data >= pos:
+        size = len(buf)
+        if eos or size - pos > self._memo_text or self._zw_block >= pos or self._zw_data >= pos:
             return self._scan_scanners(eos)
-        context = min(pos, self._template.context)
         state = self._current if self._current != self._implicit else None
-        key = (state, context, context == pos, buf[pos - context :])
-        known = self._memo.get(key)
+        start = self._floor(state, buf, pos)
+        if start == size:
+            return None, size  # no delimiter can match or be forming in the text
+        table = self._memo_for(state, start)
+        context = min(start, self._contexts[state])
+        text = buf[start - context :]
+        known = table.get(text)
         if known is None:
             best, hold = self._scan_scanners(eos)
-            memo = self._memo
-            if len(memo) >= _MEMO_SIZE:
-                memo.clear()
-            if best is None:
-                memo[key] = (None, hold - pos)
-            else:
-                kind, field, hit = best
-                memo[key] = ((kind, field, hit.start - pos, hit.end - pos, hit.groups), hold - pos)
+            if hold >= start and (best is None or best[2].start >= start):  # (always, see _floor)
+                if self._memo_size >= _MEMO_SIZE:
+                    for old in self._memo.values():
+                        old.clear()
+                    self._memo_size = 0
+                self._memo_size += 1
+                if best is None:
+                    table[text] = _STILL_FORMING if hold == start else (None, hold - start)
+                else:
+                    kind, field, hit = best
+                    table[text] = ((kind, field, hit.start - start, hit.end - start, hit.groups), hold - start)
             return best, hold
         rel, held = known
         if rel is None:
-            return None, pos + held
-        kind, field, start, end, groups = rel
-        return (kind, field, Hit(pos + start, pos + end, groups, False)), pos + held
+            return None, start + held
+        kind, field, first, end, groups = rel
+        return (kind, field, Hit(start + first, start + end, groups, False)), start + held
+
+    def _floor(self, state: str | None, buf: str, pos: int) -> int:
+        """Where the first delimiter match (or one forming) can start: at the first trigger character,
+        or the lead run before it; ``len(buf)`` when none can. Nothing before it matters to the scan
+        but the template's context."""
+        floor = self._floors.get(state)
+        if floor is None:
+            return pos
+        chars, lead = floor
+        m = chars.search(buf, pos)
+        start = len(buf) if m is None else m.start()
+        if lead is not None:
+            while start > pos and lead(buf[start - 1]):
+                start -= 1
+        return start
+
+    def _memo_for(self, state: str | None, start: int) -> dict[str, Any]:
+        """The remembered scan answers for texts starting at ``start`` in ``state`` (keyed by the text
+        from the template's context before ``start``)."""
+        context = min(start, self._contexts[state])
+        key = (state, context, context == start)
+        table = self._memo.get(key)
+        if table is None:
+            table = self._memo[key] = {}
+        return table
+
+    def _build_floor_table(self) -> dict[str | None, _Floor | None]:
+        """Per state: the trigger pattern and the union of the lead-run tests (see ``_floor``)."""
+        table: dict[str | None, _Floor | None] = {}
+        for state, trigger in self._triggers.items():
+            tests = [] if trigger is None else [d.info.lead for d in trigger.leads if d.info.lead is not None]
+            table[state] = None if trigger is None else (trigger.chars, _union_test(tests))
+        return table
 
     def _scan_scanners(self, eos: bool) -> tuple[tuple[int, CompiledField | None, Hit] | None, int]:
         buf, pos, version = self._buf, self._pos, self._version
@@ -736,6 +836,9 @@ class ResponseParser:
             return
         field = self._template.fields[name]
         body = "".join(self._body)
+        if not field.content_args:  # no regex the template gave the parser: nothing to budget
+            self._close_region(events, name, field, body, cut, close_text)
+            return
         # The content parser's regexes from content_args run under a budget of their own.
         limits = self._limits
         try:
@@ -882,10 +985,11 @@ class _Discard(list[Event]):
 def process_region(field: CompiledField, body: str, captures: dict[str, Any]) -> Any:
     """A region's value: its content parser over ``body``, then the field's transform."""
     value = run_content_parser(field, body)
-    if field.transform is None:
+    fill = field.fill
+    if fill is None:
         return value
     if not field.transform_each:
-        return apply_transform(field.transform, {**captures, "content": value}, field=field.name)
+        return fill({**captures, "content": value})
     if not isinstance(value, list):
         raise ContentParseError(
             f"Field '{field.name}': transform_each requires the parsed content to be a list, got "
@@ -899,7 +1003,7 @@ def process_region(field: CompiledField, body: str, captures: dict[str, Any]) ->
                 f"Field '{field.name}': transform_each requires each list element to be a dict, got "
                 f"{type(item).__name__}.", code="transform_each_not_dict", field=field.name,
             )
-        out.append(apply_transform(field.transform, {**captures, **item}, field=field.name))
+        out.append(fill({**captures, **item}))
     return out
 
 
@@ -914,18 +1018,18 @@ def recover_region(field: CompiledField, body: str, captures: dict[str, Any]) ->
         raise ContentNestingError(f"Field '{field.name}': the region nests too deeply to parse (region "
                                   f"{excerpt(body)})", field=field.name) from None
     bad = list(bad)
-    if field.transform is None:
+    fill = field.fill
+    if fill is None:
         return [value for value, _ in good], bad
     if not field.transform_each:
-        return [apply_transform(field.transform, {**captures, "content": value}, field=field.name)
-                for value, _ in good], bad
+        return [fill({**captures, "content": value}) for value, _ in good], bad
     items = []
     for value, raw in good:
         try:
             if not isinstance(value, dict):
                 raise ContentParseError(f"Field '{field.name}': transform_each requires each item to be a dict, "
                                         f"found {type(value).__name__}", field=field.name)
-            items.append(apply_transform(field.transform, {**captures, **value}, field=field.name))
+            items.append(fill({**captures, **value}))
         except OutputError as exc:
             bad.append(BadItem(raw, str(exc), code=exc.code))
     return items, bad

@@ -29,6 +29,7 @@ from chatparse.template.extensions import (
     field_ext,
     template_ext,
 )
+from chatparse.template.fill import Filler, compile_transform
 from chatparse.template.regex_info import PatternInfo, analyze, literal_strings, quantifier_facts
 from chatparse.transform import check_placeholders, check_transform
 
@@ -88,6 +89,7 @@ class CompiledField:
     transform: Any
     transform_each: bool
     ext: FieldExt = NO_FIELD_EXT  # chatparse's extension keys (see template.extensions)
+    fill: Filler | None = field(default=None, repr=False, compare=False)  # the transform, compiled
 
     @property
     def content(self) -> str:
@@ -386,6 +388,7 @@ def _build_field(name: str, spec: Any) -> CompiledField:
         transform=copy.deepcopy(transform),
         transform_each=transform_each,
         ext=ext,
+        fill=None if transform is None else compile_transform(copy.deepcopy(transform), field=name),
     )
 
 

@@ -14,7 +14,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from chatparse.content.args import check_allowed, compiled, excerpt, timed
+from chatparse.content.args import check_allowed, excerpt
+from chatparse.content.regex_search import searcher
 from chatparse.content.registry import register_extensions
 from chatparse.content.xml_params import EXTENSIONS as XML_PARAMS
 from chatparse.content.xml_params import parse_xml_params
@@ -45,7 +46,7 @@ def parse_tagged_call(text: str, args: Args) -> dict[str, Any]:
     if args.get("json_call", False) and body.startswith("{"):
         return _json_call(body)
     params: Args = args["params"]
-    opener = timed(compiled(params["param_open"]).search, text)
+    opener = searcher(params["param_open"]).search(text)
     name = (text if opener is None else text[: opener.start()]).strip()
     if not name:
         raise ValueError(f"tagged-call: the call has no name: {excerpt(body)}")

@@ -23,9 +23,10 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from chatparse.content.args import check_allowed, check_regex, compiled, excerpt, timed
+from chatparse.content.args import check_allowed, check_regex, excerpt, timed
 from chatparse.content.json_calls import parse_json_calls
 from chatparse.content.recovery import JSON, Good, bracketed_end, skip_space
+from chatparse.content.regex_search import Searcher, searcher
 from chatparse.content.registry import BadItem, register_extensions
 from chatparse.content.xml_params import _XML_PARAMS_ARGS, _check_xml_params, parse_xml_params
 
@@ -46,14 +47,14 @@ def _param_args(args: Args) -> dict[str, Any]:
     return {key: args[key] for key in _PARAM_KEYS if key in args}
 
 
-def _invoke_end(text: str, start: int, close: str, opener: Any, wrapper: tuple[str, ...]) -> int:
+def _invoke_end(text: str, start: int, close: str, opener: Searcher, wrapper: tuple[str, ...]) -> int:
     """Where the invoke whose body starts at ``start`` closes: the first ``close`` followed (after
     whitespace) by the end of the region, the next invoke or a wrapper literal (a close followed by other
     text is text of a value); -1 when there is none (the invoke was cut off, or is followed by stray text)."""
     at = text.find(close, start)
     while at >= 0:
         gap = skip_space(text, at + len(close))
-        if (gap == len(text) or timed(opener.match, text, gap, partial=True) is not None
+        if (gap == len(text) or timed(opener.pattern.match, text, gap, partial=True) is not None
                 or any(text.startswith(w, gap) for w in wrapper) or _cut_literal(text[gap:], wrapper)):
             return at  # (a next call or wrapper the end of the region cuts counts: the text was cut there)
         at = text.find(close, at + len(close))
@@ -76,7 +77,7 @@ def _cut_literal(rest: str, literals: tuple[str, ...]) -> bool:
 
 
 def _read(text: str, args: Args) -> tuple[Good, list[BadItem]]:
-    opener = compiled(args["invoke_open"])
+    opener = searcher(args["invoke_open"])
     close: str = args["invoke_close"]
     wrapper = tuple(args.get("wrapper", ()))
     json_call = args.get("json_call", False)
@@ -85,7 +86,7 @@ def _read(text: str, args: Args) -> tuple[Good, list[BadItem]]:
     bad: list[BadItem] = []
     pos = _skip_filler(text, 0, wrapper)
     while pos < len(text):
-        m = timed(opener.match, text, pos)
+        m = opener.match(text, pos)
         if m is None and json_call and text[pos] == "{":
             end = bracketed_end(text, pos, JSON)
             if end < 0:
@@ -100,7 +101,7 @@ def _read(text: str, args: Args) -> tuple[Good, list[BadItem]]:
             pos = _skip_filler(text, end, wrapper)
             continue
         if m is None:
-            following = timed(opener.search, text, pos + 1)
+            following = opener.search(text, pos + 1)
             stop = following.start() if following is not None else len(text)
             stray = text[pos:stop].strip()
             if following is None and _cut_literal(stray, wrapper):

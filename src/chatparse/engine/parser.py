@@ -245,12 +245,7 @@ class ResponseParser:
                     return [{"type": "region_chunk", "field": name, "text": out, "dirty": dirty}]
                 return []
         elif self._forming and type(text) is str and text:
-            try:
-                return self._feed_forming(text)
-            except ChatparseError:
-                raise
-            except Exception as exc:
-                raise _fault(exc) from exc
+            return self._guarded_feed(text, self._feed_forming)
         return self._feed_checked(text)
 
     def _feed_forming(self, text: str) -> list[Event]:
@@ -291,9 +286,9 @@ class ResponseParser:
                              "of its bytes first", code="mixed_feed")
         return self._guarded_feed(text)
 
-    def _guarded_feed(self, text: str) -> list[Event]:
+    def _guarded_feed(self, text: str, feed: Callable[[str], list[Event]] | None = None) -> list[Event]:
         try:
-            return self._feed(text)
+            return (feed or self._feed)(text)
         except ChatparseError:
             raise
         except Exception as exc:

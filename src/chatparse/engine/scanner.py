@@ -11,6 +11,7 @@ run) jump between anchor occurrences and try one anchored match there; other reg
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,9 @@ from chatparse.template.compile import Delimiter
 GROWTH_WINDOW = 65536
 _NO_GROUPS: dict[str, Any] = {}
 _MAX_TRIES = 64  # anchored tries at anchor occurrences before a plain search takes over
+# ... unless the tries were this sparse (characters per try): an anchored try costs about what a search
+# spends on a few hundred characters, so sparse anchors keep being tried one by one.
+_SPARSE = 512
 
 
 @dataclass(slots=True)
@@ -37,12 +41,94 @@ class Hit:
 _TOO_MANY = Hit(-1, -1, _NO_GROUPS, False)  # sentinel: too many anchor occurrences to check one by one
 
 
+def _common_prefix(words: tuple[str, ...]) -> str:
+    first, last = min(words), max(words)  # the common prefix of all is that of the extremes
+    n = 0
+    while n < min(len(first), len(last)) and first[n] == last[n]:
+        n += 1
+    return first[:n]
+
+
+class _Occurrences:
+    """Where each of some literals occurs in a growing buffer, indexed as it is searched: a regex's
+    anchors and closing literals, one of which never occurs (`to=python`), would otherwise be searched
+    for to the end of the buffer on every call (quadratic over a one-shot text)."""
+
+    __slots__ = ("_base", "_found", "_scanned", "literals")
+
+    def __init__(self, literals: tuple[str, ...]) -> None:
+        self.literals = literals
+        n = len(literals)
+        # Per literal: every occurrence starting in [_base, _scanned) is in _found (ascending).
+        self._base = [-1] * n
+        self._scanned = [0] * n
+        self._found: list[list[int]] = [[] for _ in range(n)]
+
+    def reset(self) -> None:
+        """The buffer lost characters at its start: positions changed, forget them."""
+        self._base = [-1] * len(self.literals)
+
+    def next(self, buf: str, i: int, pos: int) -> int:
+        """``buf.find(literals[i], pos)``."""
+        lit = self.literals[i]
+        base, scanned = self._base[i], self._scanned[i]
+        if 0 <= base <= pos <= scanned:
+            found = self._found[i]
+            k = bisect_left(found, pos)
+            if k < len(found):
+                return found[k]
+            pos = scanned  # none in [pos, scanned)
+        else:
+            self._base[i], self._found[i] = pos, []
+        at = buf.find(lit, pos)
+        if at < 0:
+            self._scanned[i] = max(pos, len(buf) - len(lit) + 1)
+        else:
+            self._found[i].append(at)
+            self._scanned[i] = at + 1
+        return at
+
+    def any_from(self, buf: str, pos: int) -> bool:
+        """Whether any of the literals occurs at or after ``pos``."""
+        return any(self.next(buf, i, pos) >= 0 for i in range(len(self.literals)))
+
+
 class DelimiterScanner:
     """Finds one delimiter in a growing buffer, remembering where it cannot occur."""
 
-    __slots__ = ("_after", "_anchor_len", "_anchored", "_budget", "_cache", "_cache_from", "_cache_key", "_first",
-                 "_first_char", "_frontier", "_lit_at", "_lit_scan", "_literal", "_none_at", "_none_pos",
-                 "_none_zw", "_prefixes", "_stable", "_start_char", "_starts", "delim", "longest", "window")
+    __slots__ = (
+        "_after",
+        "_anchor_len",
+        "_anchor_occ",
+        "_anchored",
+        "_budget",
+        "_cache",
+        "_cache_from",
+        "_cache_key",
+        "_dead",
+        "_dead_complete",
+        "_dead_key",
+        "_dead_search",
+        "_dead_upto",
+        "_first",
+        "_first_char",
+        "_frontier",
+        "_lit_at",
+        "_lit_common",
+        "_lit_scan",
+        "_literal",
+        "_none_at",
+        "_none_pos",
+        "_none_zw",
+        "_prefixes",
+        "_stable",
+        "_start_char",
+        "_starts",
+        "_tail_occ",
+        "delim",
+        "longest",
+        "window",
+    )
 
     def __init__(self, delim: Delimiter, budget: RegexBudget | None = None, window: int = 1 << 62) -> None:
         self.delim = delim
@@ -63,6 +149,18 @@ class DelimiterScanner:
         self._after = delim.after
         anchors = delim.info.anchors if delim.literals is None else None
         self._anchored = anchors is not None
+        self._anchor_occ = _Occurrences(anchors or ())
+        # For one buffer (version, length): anchored starts where no match (even partial) starts, and
+        # where a search for a complete match found none (-1: not known). One-shot parsing scans one
+        # buffer many times; without these, each scan would try the same failing anchors again.
+        self._dead_key: tuple[int, int] = (-1, -1)
+        self._dead: set[int] = set()
+        self._dead_complete: set[int] = set()  # no complete match starts here (a partial one may)
+        self._dead_search = -1
+        # With starts at the anchors themselves (no lead run): no match, not even a partial one, starts at
+        # an anchor before this position (0: not known), so those anchors are not enumerated again.
+        self._dead_upto = 0
+        self._tail_occ = _Occurrences(delim.info.tails or ())
         self._anchor_len = max(map(len, anchors)) if anchors else 0
         self._frontier = 0  # no complete occurrence starts in [scan start, frontier)
         self._stable: Hit | None = None  # a complete occurrence no further input can change
@@ -73,6 +171,10 @@ class DelimiterScanner:
         # A literal that occurs rarely (`<|return|>` beside `<|end|>`) is not searched for again.
         count = len(delim.literals or ())
         self._lit_at = [-2] * count
+        # What all the literals begin with (`<|start|>` of next-turn headers): when it does not occur,
+        # none of them does, found with one search instead of one per literal.
+        common = _common_prefix(delim.literals) if delim.literals and count > 1 else ""
+        self._lit_common = common if len(common) >= 3 else ""
         self._lit_scan = [0] * count
         # Nothing (no match, no partial) from ``_none_pos`` up to ``_none_at`` (-1: unknown), with
         # ``_none_zw`` blocked: new matches then start after it, with one of ``info.first_chars``.
@@ -91,6 +193,8 @@ class DelimiterScanner:
         self._cache = None
         self._cache_key = None
         self._none_at = -1
+        self._anchor_occ.reset()
+        self._tail_occ.reset()
         at, scan = self._lit_at, self._lit_scan
         for i in range(len(at)):
             if at[i] >= 0:
@@ -99,6 +203,12 @@ class DelimiterScanner:
 
     def find(self, buf: str, pos: int, eos: bool, version: int, zw_block: int) -> Hit | None:
         key = (version, len(buf), eos, zw_block)
+        if self._dead_key != (version, len(buf)):
+            self._dead_key = (version, len(buf))
+            self._dead.clear()
+            self._dead_complete.clear()
+            self._dead_search = -1
+            self._dead_upto = 0
         if self._cache_key == key and pos >= self._cache_from and (self._cache is None or pos <= self._cache.start):
             return self._cache
         none_at = self._none_at
@@ -128,6 +238,11 @@ class DelimiterScanner:
         start = max(pos, self._frontier)
         best_start, best_len = -1, 0
         at_list, scan_list = self._lit_at, self._lit_scan
+        floor = start
+        if self._lit_common and any(at < start for at in at_list):
+            floor = buf.find(self._lit_common, start)
+            if floor < 0:  # no literal occurs whole from ``start``; one may be forming at the end
+                floor = max(start, size - self.longest + 1)
         for i, lit in enumerate(self.delim.literals or ()):  # longest first: the first found at a start wins
             n = len(lit)
             end = best_start + n if best_start >= 0 else size
@@ -135,7 +250,7 @@ class DelimiterScanner:
             if at >= start:  # the first occurrence at or after an earlier (smaller) start
                 found = at if at + n <= end else -1
             else:
-                from_ = max(start, scan_list[i]) if at == -1 else start
+                from_ = max(floor, scan_list[i]) if at == -1 else floor
                 found = buf.find(lit, from_, end)
                 if found == -1:
                     at_list[i], scan_list[i] = -1, max(from_, end - n + 1)
@@ -222,28 +337,46 @@ class DelimiterScanner:
         anchor occurrence (or the lead run before it), or be an anchor forming at the end. One anchored
         partial match per occurrence answers both questions a complete and a partial search would."""
         info = self.delim.info
-        if info.tails is not None and all(buf.find(t, pos) < 0 for t in info.tails):
+        if info.tails is not None and not self._tail_occ.any_from(buf, pos):
             complete = False  # without one of the closing literals no complete match exists
         else:
             complete = True
         size = len(buf)
         delim = self.delim
         first_partial = -1
-        tried = -1
-        for tried, start in enumerate(self._anchor_starts(buf, pos)):
-            if tried == _MAX_TRIES:
-                return _TOO_MANY
+        anchor_seen = False
+        dead = self._dead
+        runs, since = 0, pos
+        # Starts are the anchors themselves: skip those known dead, while they are all dead.
+        frontier = not info.anchors_exact
+        for start in self._anchor_starts(buf, max(pos, self._dead_upto) if frontier else pos):
+            anchor_seen = True
+            if start in dead:
+                if frontier:
+                    self._dead_upto = start + 1
+                continue
+            if runs == _MAX_TRIES:
+                if start - since < _MAX_TRIES * _SPARSE:
+                    return _TOO_MANY
+                runs, since = 0, start
+            runs += 1
             m = self._budget.run(delim.pattern.match, delim.field, delim.key, buf, start, partial=True)
-            if m is not None and not m.partial:
+            if m is None:
+                dead.add(start)
+                if frontier:
+                    self._dead_upto = start + 1
+            elif not m.partial:
                 hit = Hit(m.start(), m.end(), m.groupdict(), m.end() == size or self._can_grow(buf, m))
                 if width is not None and not hit.pending and hit.start + width + 2 <= size:
                     self._stable = hit
                 return hit
+            if m is not None:
+                frontier = False
             if m is not None and first_partial < 0:
                 first_partial = start
                 if not complete:
                     break  # later occurrences could only start later partial matches
-        if tried < 0:
+        if not anchor_seen:
             return self._prefix_partial(buf, pos)  # no anchor: no complete match is possible
         if first_partial >= 0 and first_partial <= size - self._anchor_len:
             return Hit(first_partial, size, _NO_GROUPS, True)  # an anchor forming at the end starts later
@@ -257,21 +390,37 @@ class DelimiterScanner:
         occurrence to the next with ``str.find`` and try an anchored match there (a regex search would
         walk every position, slowly for a `\\s*`-led pattern). After many failed tries, a search."""
         delim = self.delim
-        for tried, at in enumerate(self._anchor_starts(buf, start)):
+        dead, dead_complete = self._dead, self._dead_complete
+        tried, since = 0, start
+        if not self.delim.info.anchors_exact:
+            start = max(start, self._dead_upto)  # no match at all starts at an anchor before it
+        for at in self._anchor_starts(buf, start):
+            if 0 <= self._dead_search <= at:
+                return None  # a search from no later than here found no complete match
+            if at in dead or at in dead_complete:
+                continue
             if tried == _MAX_TRIES:
-                return self._search(buf, at, -1)  # no match starts before this untried candidate
+                if at - since >= _MAX_TRIES * _SPARSE:
+                    tried, since = 0, at
+                else:
+                    m = self._search(buf, at, -1)  # no match starts before this untried candidate
+                    if m is None:
+                        self._dead_search = at
+                    return m
+            tried += 1
             m = self._budget.run(delim.pattern.match, delim.field, delim.key, buf, at)
             if m is not None:
                 return m
+            dead_complete.add(at)
         return None
 
     def _anchor_starts(self, buf: str, pos: int) -> Iterator[int]:
         """Where a match can start, in order: at each anchor occurrence from ``pos`` (or the lead run
         before an exact anchor), each start once."""
         info = self.delim.info
-        anchors = info.anchors
-        assert anchors is not None
-        nexts = [buf.find(a, pos) for a in anchors]
+        occ = self._anchor_occ
+        count = len(occ.literals)
+        nexts = [occ.next(buf, i, pos) for i in range(count)]
         last = -1
         while True:
             q = min((n for n in nexts if n >= 0), default=-1)
@@ -281,7 +430,7 @@ class DelimiterScanner:
             if start != last:
                 last = start
                 yield start
-            nexts = [buf.find(a, q + 1) if n == q else n for a, n in zip(anchors, nexts, strict=True)]
+            nexts = [occ.next(buf, i, q + 1) if nexts[i] == q else nexts[i] for i in range(count)]
 
     def _bounded_width(self) -> int | None:
         """The maximum width, when it also bounds how far past its start the pattern reads."""
@@ -324,11 +473,7 @@ class DelimiterScanner:
         return self._window_partial(buf, max(pos, floor), zw_block)
 
     def _no_anchor(self, buf: str, start: int) -> bool:
-        anchors = self.delim.info.anchors
-        assert anchors is not None
-        if len(anchors) == 1:
-            return buf.find(anchors[0], start) < 0
-        return all(buf.find(a, start) < 0 for a in anchors)
+        return not self._anchor_occ.any_from(buf, start)
 
     def _prefix_partial(self, buf: str, pos: int, limit: int | None = None) -> Hit | None:
         """The leftmost partial match when no anchor occurs from ``pos``: it can only be a lead run and a

@@ -284,7 +284,7 @@ class ChatCompletionStream:
             event = events[0]
             if event["type"] == "region_chunk":
                 state = self._fast
-                if state is not None and event["field"] == state.name and not event["dirty"]:
+                if state is not None and event["field"] == state.name:
                     # The common feed, inline (calls would be half its cost): ``_text_chunk`` in a started
                     # region, then one chunk as ``_chunk`` builds it.
                     held = state.held
@@ -430,7 +430,7 @@ class ChatCompletionStream:
         kept = combined.rstrip()
         state.held = combined[len(kept):]
         self._emit_text(name, state, kept)
-        if state.streams:
+        if state.streams and state.fld.parser.streamable:  # its chunks are never dirty (the registry's contract)
             state.key = CONTENT_FIELD if name == CONTENT_FIELD else self._reasoning_key
             self._fast = state
 

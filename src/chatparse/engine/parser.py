@@ -129,6 +129,7 @@ class ResponseParser:
         # The open region's body syntax (``chatparse.structure``) and the buffer position it has read to.
         self._tracker: BodyTracker | None = None
         self._tracked_to = 0
+        self._track_pending: list[str] = []  # body text the fast path took, not yet read by the tracker
         self._ended = False  # the end of the turn was found: the rest of the text is trailing
         self._trailing: list[str] = []
         # Templates with chatparse's extensions never drop text silently: what no region takes (in a
@@ -215,7 +216,7 @@ class ResponseParser:
                     out = text if pos == size else buf[pos:] + text
                     self._pos = size
                     if self._tracker is not None:
-                        self._tracker.feed(out)
+                        self._track_pending.append(out)
                         self._tracked_to = size
                 elif runs:  # hold the chunk's trailing lead run, as the full scan would
                     k = len(text) - 1
@@ -226,7 +227,7 @@ class ResponseParser:
                     out = text[:k] if pos == size else buf[pos:] + text[:k]
                     self._pos = size
                     if self._tracker is not None:
-                        self._tracker.feed(out)
+                        self._track_pending.append(out)
                         self._tracked_to = size
                     if self._template.context:
                         return self._hold_run_buffered(text, k, out, name, dirty)
@@ -387,6 +388,10 @@ class ResponseParser:
         lookbehind in the template nothing reads it again, so the buffer need not hold it."""
         self._budget.credit(self._fast_chars)
         self._fast_chars = 0
+        if self._track_pending:  # the body syntax reads the fast path's text in one go
+            assert self._tracker is not None
+            self._tracker.feed("".join(self._track_pending))
+            self._track_pending.clear()
         text = "".join(self._skipped)
         self._skipped.clear()
         if self._template.context:  # nothing is held here (the fast path buffers before it holds a run)

@@ -129,20 +129,25 @@ def _literal_suffixes(items: Any) -> list[str]:
 
 def _literal_prefixes(items: Any, inexact: list[bool]) -> list[str] | None:
     """Literal strings one of which starts the consumed text of every match of ``items`` (up to and
-    through the first group or alternation of literal starts), or None. A zero-width test before the
-    first literal is stepped over and noted in ``inexact``."""
+    through the first group, alternation or optional part of literal starts), or None. Zero-width tests
+    before the first literal (one, or a group of alternatives that are all zero-width) are stepped over
+    and noted in ``inexact``. An optional part ``X?`` contributes the starts of X and of what follows."""
+    items = list(items)
     out = [""]
-    for op, av in items:
+    for i, (op, av) in enumerate(items):
         if op == sre_c.LITERAL:
             out = [p + chr(av) for p in out]
             continue
-        if out == [""] and (op in (sre_c.AT, sre_c.ASSERT_NOT) or (op == sre_c.ASSERT and av[0] < 0)):
+        if out == [""] and _zero_width(op, av):
             inexact.append(True)
             continue
         if op == sre_c.SUBPATTERN and not av[1] and not av[2]:
             subs = _literal_prefixes(av[-1], inexact)
         elif op == sre_c.BRANCH:
             subs = [s for b in av[1] for s in (_literal_prefixes(b, inexact) or [""])]
+        elif op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT) and av[0] == 0 and av[1] == 1:
+            first, rest = _literal_prefixes(av[2], inexact), _literal_prefixes(items[i + 1 :], inexact)
+            subs = None if first is None or rest is None else first + rest
         else:
             break
         if subs is None or len(subs) * len(out) > _MAX_ANCHORS:
@@ -150,6 +155,18 @@ def _literal_prefixes(items: Any, inexact: list[bool]) -> list[str] | None:
         out = [p + s for p in out for s in subs]
         break
     return out
+
+
+def _zero_width(op: Any, av: Any) -> bool:
+    """A test that consumes nothing and reads no further than the match position: an anchor, a negative
+    lookahead or a lookbehind, or a group of alternatives each made of those."""
+    if op in (sre_c.AT, sre_c.ASSERT_NOT) or (op == sre_c.ASSERT and av[0] < 0):
+        return True
+    if op == sre_c.SUBPATTERN and not av[1] and not av[2]:
+        return bool(av[-1]) and all(_zero_width(o, a) for o, a in av[-1])
+    if op == sre_c.BRANCH:
+        return all(branch and all(_zero_width(o, a) for o, a in branch) for branch in av[1])
+    return False
 
 
 def literal_strings(pattern: str) -> tuple[str, ...] | None:

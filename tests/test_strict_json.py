@@ -321,6 +321,11 @@ FAST_PATH_EDGES = [
     '[{"a": [' * 21 + "]}]" * 21, '[{"a": [' * 22 + "]}]" * 22, '["[[[[", "{{{{"]' + " " * 3, "[" * 3000 + "]" * 3000,
     '{"a": NaN}', "[Infinity]", '{"a": 1, "a": 1}', '{"a": {"b": 1, "b": 2}}', '"x"\t\n', "\ufeff[]", '"\ud800"',
     '"\ud83d\ude00"', "[1.0, -0.0, 0]", '{"k": "e000 0e000 \\u00e9"}',
+    # numbers inside dicts that hold only atomic values, and below the top level
+    '[{"a": 1e400}]', '[[{"b": [-1e999]}]]', '{"a": {"b": -' + "9" * 320 + "}}", '[{"a": 1.5, "b": 9e307}]',
+    # the byte cap where the char count alone cannot decide it (40 bytes: 19 or 20 chars of 2 bytes each)
+    '"' + "é" * 19 + '"', '"' + "é" * 19 + 'x"', '"' + "é" * 20 + '"', '["é\\ud800"]', '["é", "\\udfff"]',
+    '"é\ud800"', '{"é": "\ud800"}', '{"\ud800": 1}', '["\ud800' + "é" * 30 + '"]',
 ]
 
 

@@ -681,3 +681,14 @@ def test_reasoning_key_set_mid_stream_applies_to_the_next_delta() -> None:
     later = stream.feed("three") + stream.feed("</think>done") + stream.finish()
     assert "".join(c["choices"][0]["delta"].get("reasoning_content", "") for c in first) == "one two"
     assert "".join(c["choices"][0]["delta"].get("reasoning", "") for c in later) == " three"
+
+
+@pytest.mark.parametrize("first", ["x", " 2", "}"])
+def test_the_first_feed_returns_what_the_prefix_completed(first: str) -> None:
+    """A prefix that ends inside a call (its header already certain): the first feed returns the role and
+    the header, whatever that feed holds."""
+    prefix = '<|im_start|>assistant\n<tool_call>\n{"name": "f", "arguments": {"a": 1'
+    stream = ChatCompletionStream("qwen3", prefix, id_factory=ids, created=1)
+    head = [c["choices"][0]["delta"] for c in stream.feed(first)]
+    assert head[:2] == [{"role": "assistant", "content": ""}, {"tool_calls": [
+        {"index": 0, "id": "call_0", "type": "function", "function": {"name": "f", "arguments": ""}}]}]

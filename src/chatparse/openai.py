@@ -302,6 +302,11 @@ class ChatCompletionStream:
                     chunk = self._head.copy()
                     chunk["choices"] = [choice]
                     return [chunk]
+                call = self._call
+                if call is not None and call.scanner is not None and event["field"] == TOOLS_FIELD \
+                        and not self._initial:
+                    self._scan(call, event["text"])  # the common feed inside a call
+                    return self._take() if self._pending_chunks else []
                 if not self._initial:
                     return self._one_chunk(event)
         elif not events and not self._initial:
@@ -335,7 +340,7 @@ class ChatCompletionStream:
     # --- event routing ----------------------------------------------------------------------------
 
     def _one_chunk(self, event: dict[str, Any]) -> list[Chunk]:
-        """A feed that is one chunk of a region's body (not on the shortest path): a call's body only
+        """A feed that is one chunk of a region's body (not on a shortest path): a call's body only
         feeds its scanner; a region without streamed text sends nothing."""
         name = event["field"]
         state = self._text.get(name)

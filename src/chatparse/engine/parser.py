@@ -142,6 +142,7 @@ class ResponseParser:
         # context reaches the buffer start), text from the context on -> answer.
         self._memo: dict[tuple[str | None, int, bool], dict[str, Any]] = {}
         self._memo_size = 0
+        self._forming_first: dict[int, int] = {}  # per watch list: the scanner that last found a delimiter forming
         self._memo_text = min(_MEMO_TEXT, self._hold_cap)  # longer: the hold-back cap may apply
         self._triggers = self._template.triggers
         # The quiet fast path (see ``feed``): armed with the open region's entry when nothing is held.
@@ -596,7 +597,7 @@ class ResponseParser:
         text = buf[start - context :]
         known = table.get(text)
         if known is None:
-            best, hold = self._scan_scanners(eos)
+            best, hold = self._scan_scanners(eos, start)
             if hold >= start and (best is None or best[2].start >= start):  # (always, see _floor)
                 if self._memo_size >= _MEMO_SIZE:
                     for old in self._memo.values():
@@ -648,16 +649,27 @@ class ResponseParser:
             table[state] = None if trigger is None else (trigger.chars, _union_test(tests))
         return table
 
-    def _scan_scanners(self, eos: bool) -> tuple[tuple[int, CompiledField | None, Hit] | None, int]:
+    def _scan_scanners(self, eos: bool, floor: int = -1) -> tuple[tuple[int, CompiledField | None, Hit] | None, int]:
+        """Every watched scanner's answer, combined. ``floor``: no delimiter starts before it and the
+        hold-back cap cannot apply, so one delimiter forming there decides (nothing can be committed
+        before it); the scanner that last did so is asked first."""
         buf, pos, version = self._buf, self._pos, self._version
         hold = len(buf)
         best: tuple[int, CompiledField | None, Hit] | None = None
         best_key: tuple[int, int, int, str] | None = None
-        for kind, field, scanner in self._watchlist():
+        watch = self._watchlist()
+        first = self._forming_first.get(id(watch), 0) if floor >= 0 else 0
+        count = len(watch)
+        for step in range(count):
+            index = (first + step) % count
+            kind, field, scanner = watch[index]
             hit = scanner.find(buf, pos, eos, version, self._zw_block if kind == _OPEN else self._zw_data)
             if hit is None:
                 continue
             if hit.pending:
+                if hit.start == floor:
+                    self._forming_first[id(watch)] = index
+                    return None, floor
                 hold = min(hold, hit.start)
                 continue
             key = (hit.start, hit.start - hit.end, kind, field.name if field is not None else "")

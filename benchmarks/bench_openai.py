@@ -70,14 +70,15 @@ def nested_arguments_output(size: int) -> str:
     return "<tool_call>\n" + json.dumps({"name": "f", "arguments": arguments}) + "\n</tool_call>"
 
 
-# case: (template, output maker, overhead target as a multiple of the parser's cost)
-CASES: dict[str, tuple[str, Callable[[int], str], float]] = {
-    "content": ("qwen3", content_output, 1.0),
-    "reasoning+content": ("qwen3", reasoning_content_output, 1.0),
-    "large-arguments": ("qwen3", large_arguments_output, 2.0),
-    "large-arguments-gpt-oss": ("gpt_oss", gpt_oss_large_arguments_output, 2.0),
-    "large-arguments-xml": ("qwen3_5", xml_large_arguments_output, 2.0),
-    "nested-arguments": ("qwen3", nested_arguments_output, 2.0),
+# case: (template, output maker, overhead target as a multiple of the parser's cost, buffer_calls)
+CASES: dict[str, tuple[str, Callable[[int], str], float, bool]] = {
+    "content": ("qwen3", content_output, 1.0, False),
+    "reasoning+content": ("qwen3", reasoning_content_output, 1.0, False),
+    "large-arguments": ("qwen3", large_arguments_output, 2.0, False),
+    "large-arguments-buffered": ("qwen3", large_arguments_output, 2.0, True),  # the vLLM plugin's default
+    "large-arguments-gpt-oss": ("gpt_oss", gpt_oss_large_arguments_output, 2.0, False),
+    "large-arguments-xml": ("qwen3_5", xml_large_arguments_output, 2.0, False),
+    "nested-arguments": ("qwen3", nested_arguments_output, 2.0, False),
 }
 
 
@@ -92,8 +93,8 @@ def run_parser(template: str, chunks: list[str]) -> None:
     parser.finalize()
 
 
-def run_stream(template: str, chunks: list[str]) -> None:
-    stream = ChatCompletionStream(template, "", created=1)
+def run_stream(template: str, chunks: list[str], buffer_calls: bool = False) -> None:
+    stream = ChatCompletionStream(template, "", created=1, buffer_calls=buffer_calls)
     for chunk in chunks:
         stream.feed(chunk)
     stream.finish()
@@ -114,16 +115,17 @@ def timed(fn: Callable[[], None]) -> float:
 
 def overhead_rows(size: int, chunk_sizes: list[int], rounds: int) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
-    for case, (template, make, target) in CASES.items():
+    for case, (template, make, target, buffered) in CASES.items():
         text = make(size)
         for chunk_size in chunk_sizes:
             chunks = cut(text, chunk_size)
             parser_times: list[float] = []
             stream_times: list[float] = []
             for i in range(rounds):  # interleaved, alternating order: the machine's speed drifts
-                pair = [(parser_times, run_parser), (stream_times, run_stream)]
+                pair = [(parser_times, lambda: run_parser(template, chunks)),  # noqa: B023
+                        (stream_times, lambda: run_stream(template, chunks, buffered))]  # noqa: B023
                 for times, fn in pair if i % 2 else pair[::-1]:
-                    times.append(timed(lambda: fn(template, chunks)))  # noqa: B023
+                    times.append(timed(fn))
             parser = statistics.median(parser_times) / len(chunks) * 1e6
             stream = statistics.median(stream_times) / len(chunks) * 1e6
             ratio = (stream - parser) / parser
@@ -136,11 +138,12 @@ def overhead_rows(size: int, chunk_sizes: list[int], rounds: int) -> list[dict[s
 
 def growth_rows(sizes: list[int], rounds: int) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
-    for case, (template, make, _) in CASES.items():
+    for case, (template, make, _, buffered) in CASES.items():
         times = []
         for size in sizes:
             chunks = cut(make(size), 4)
-            times.append(statistics.median(timed(lambda: run_stream(template, chunks)) for _ in range(rounds)))  # noqa: B023
+            times.append(statistics.median(
+                timed(lambda: run_stream(template, chunks, buffered)) for _ in range(rounds)))  # noqa: B023
         rows.append({"bench": "openai-growth", "case": case, "sizes": "/".join(f"{s // 1000}k" for s in sizes),
                      "us_per_feed": "/".join(f"{t / (s / 4) * 1e6:.2f}" for t, s in zip(times, sizes, strict=True)),
                      "exponent": growth_exponent(sizes, times), "target": TARGET_EXPONENT})

@@ -303,8 +303,9 @@ class ChatCompletionStream:
                     chunk["choices"] = [choice]
                     return [chunk]
                 call = self._call
-                if call is not None and call.scanner is not None and event["field"] == TOOLS_FIELD \
-                        and not self._initial:
+                if call is not None and event["field"] == TOOLS_FIELD and not self._initial:
+                    if call.scanner is None:  # buffered (or not streamable early): the close sends it
+                        return []
                     self._scan(call, event["text"])  # the common feed inside a call
                     return self._take() if self._pending_chunks else []
                 if not self._initial:

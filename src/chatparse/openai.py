@@ -9,7 +9,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 from chatparse.engine import ResponseParser
 from chatparse.engine.parser import OnMalformed
@@ -193,17 +193,24 @@ class _CallState:
     early: bool = True  # still streaming arguments early
 
 
-class _HeadField:
+_V = TypeVar("_V")
+
+
+class _HeadField(Generic[_V]):
     """A stream attribute every chunk carries (``id``, ``created``, ``model``): it lives in the head dict
     each chunk is copied from, so building a chunk reads no attribute."""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.key = name
 
-    def __get__(self, stream: ChatCompletionStream | None, owner: type | None = None) -> Any:
-        return self if stream is None else stream._head[self.key]
+    @overload
+    def __get__(self, stream: None, owner: type | None = None) -> _HeadField[_V]: ...
+    @overload
+    def __get__(self, stream: ChatCompletionStream, owner: type | None = None) -> _V: ...
+    def __get__(self, stream: ChatCompletionStream | None, owner: type | None = None) -> _HeadField[_V] | _V:
+        return self if stream is None else stream._head[self.key]  # type: ignore[no-any-return]
 
-    def __set__(self, stream: ChatCompletionStream, value: Any) -> None:
+    def __set__(self, stream: ChatCompletionStream, value: _V) -> None:
         stream._head[self.key] = value
 
 
@@ -215,9 +222,9 @@ class ChatCompletionStream:
     accumulated text is never re-parsed.
     """
 
-    id = _HeadField()
-    created = _HeadField()
-    model = _HeadField()
+    id: _HeadField[str] = _HeadField()
+    created: _HeadField[int] = _HeadField()
+    model: _HeadField[str] = _HeadField()
 
     def __init__(
         self,

@@ -1,9 +1,11 @@
 """The OpenAI-compatible stream (`ChatCompletionStream`) against the parser it wraps (`ResponseParser`),
 measured in the same run on the same pre-cut chunks: µs per feed of each, the stream's overhead (stream
 minus parser) and that overhead as a multiple of the parser's own cost, with its target (issue 17: at
-most 1x for text, at most 2x for a tool call with large streamed arguments). Medians of interleaved
-runs. Then a size sweep of the stream alone: the growth exponent (log-log slope of total time against
-length; 1.0 is linear).
+most 1x for text, at most 2x for a tool call with large streamed arguments). Cases: content only,
+reasoning then content, one call with a long string argument (qwen3 and gpt_oss JSON, Qwen 3.5 XML,
+qwen3 with ``buffer_calls``), one call with many small arguments; 1-, 4-, 16- and 64-character feeds.
+Medians of interleaved runs, in process CPU time. Then a size sweep of the stream alone: the growth
+exponent (log-log slope of total time against length; 1.0 is linear).
 
     python benchmarks/bench_openai.py [--quick] [--json FILE]
 

@@ -142,6 +142,9 @@ class ResponseParser:
         # context reaches the buffer start), text from the context on -> answer.
         self._memo: dict[tuple[str | None, int, bool], dict[str, Any]] = {}
         self._memo_size = 0
+        # Literal delimiters at the first position a delimiter can start, whatever follows them (see
+        # ``_head_decides``): per memo key, head text -> (kind, field, groups), and the head lengths.
+        self._heads: dict[tuple[str | None, int, bool], tuple[dict[str, Any], list[int]]] = {}
         self._forming_first: dict[int, int] = {}  # per watch list: the scanner that last found a delimiter forming
         self._memo_text = min(_MEMO_TEXT, self._hold_cap)  # longer: the hold-back cap may apply
         self._triggers = self._template.triggers
@@ -597,11 +600,17 @@ class ResponseParser:
         text = buf[start - context :]
         known = table.get(text)
         if known is None:
+            heads = self._heads.get((state, context, context == start))
+            if heads is not None:
+                found = self._head_answer(heads, buf, start, context)
+                if found is not None:
+                    return found, size
             best, hold = self._scan_scanners(eos, start)
             if hold >= start and (best is None or best[2].start >= start):  # (always, see _floor)
                 if self._memo_size >= _MEMO_SIZE:
                     for old in self._memo.values():
                         old.clear()
+                    self._heads.clear()
                     self._memo_size = 0
                 self._memo_size += 1
                 if best is None:
@@ -609,12 +618,52 @@ class ResponseParser:
                 else:
                     kind, field, hit = best
                     table[text] = ((kind, field, hit.start - start, hit.end - start, hit.groups), hold - start)
+                    if hit.start == start < hit.end < size and self._head_decides(best):
+                        key = (state, context, context == start)
+                        answers, lengths = self._heads.setdefault(key, ({}, []))
+                        answers[buf[start - context : hit.end]] = (kind, field, hit.groups)
+                        if hit.end - start not in lengths:
+                            lengths.append(hit.end - start)
             return best, hold
         rel, held = known
         if rel is None:
             return None, start + held
         kind, field, first, end, groups = rel
         return (kind, field, Hit(start + first, start + end, groups, False)), start + held
+
+    @staticmethod
+    def _head_answer(heads: tuple[dict[str, Any], list[int]], buf: str, start: int,
+                     context: int) -> tuple[int, CompiledField | None, Hit] | None:
+        """A remembered literal delimiter at ``start`` that no following text can change."""
+        answers, lengths = heads
+        size = len(buf)
+        for length in lengths:
+            if start + length < size:
+                found = answers.get(buf[start - context : start + length])
+                if found is not None:
+                    kind, field, groups = found
+                    return kind, field, Hit(start, start + length, groups, False)
+        return None
+
+    def _head_decides(self, best: tuple[int, CompiledField | None, Hit]) -> bool:
+        """Whether the committed delimiter ``best`` (a literal, at the first place a delimiter can start,
+        with text after it) is the answer whatever text follows it. Every longer literal that begins
+        with it, and every regex delimiter that could still match at its start with some following text
+        (a partial match), could change it; a regex that tests where the text ends gives no answer."""
+        kind, field, hit = best
+        buf, start, end = self._buf, hit.start, hit.end
+        head = buf[start:end]
+        for watch_kind, watch_field, scanner in self._watchlist():
+            delim = scanner.delim
+            if delim.literals is not None:
+                if any(len(lit) > len(head) and lit.startswith(head) for lit in delim.literals):
+                    return False
+            elif watch_kind == kind and watch_field is field:
+                return False  # a regex delimiter's own match could differ with other text after it
+            elif not delim.info.end_blind or self._budget.run(
+                    delim.pattern.match, delim.field, delim.key, buf, start, end, partial=True) is not None:
+                return False
+        return True
 
     def _floor(self, state: str | None, buf: str, pos: int) -> int:
         """Where the first delimiter match (or one forming) can start: at the first trigger character,

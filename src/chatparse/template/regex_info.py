@@ -46,6 +46,9 @@ class PatternInfo:
     anchors: tuple[str, ...] | None = None
     anchors_exact: bool = True
     tails: tuple[str, ...] | None = None  # every match ends with one of these literals
+    # No test of where the text ends ($, \Z, \b, \B), no atomic or possessive part: a match attempt
+    # that fails on a text (partial matching) fails on every longer text too.
+    end_blind: bool = False
 
 
 UNKNOWN = PatternInfo(max_width=None, looks_ahead=True, context=WIDE_CONTEXT)
@@ -82,6 +85,7 @@ def analyze(pattern: str) -> PatternInfo:
         anchors=anchors,
         anchors_exact=not inexact,
         tails=None if caseless else _tails(parsed),
+        end_blind=not walker.end_sensitive,
     )
 
 
@@ -317,6 +321,7 @@ class _Walker:
         self.looks_ahead = False
         self.context = 0
         self.unknown = False
+        self.end_sensitive = False
 
     def walk(self, items: Any) -> None:
         for op, av in items:
@@ -334,6 +339,8 @@ class _Walker:
         elif op == sre_c.AT:
             if av in (sre_c.AT_BEGINNING, sre_c.AT_BEGINNING_STRING, sre_c.AT_BOUNDARY, sre_c.AT_NON_BOUNDARY):
                 self.context = max(self.context, 1)
+            if av not in (sre_c.AT_BEGINNING, sre_c.AT_BEGINNING_STRING, sre_c.AT_BEGINNING_LINE):
+                self.end_sensitive = True
         elif op in (sre_c.GROUPREF, sre_c.GROUPREF_EXISTS):
             self.unknown = True
         elif op == sre_c.SUBPATTERN:
@@ -342,8 +349,10 @@ class _Walker:
             for sub in av[1]:
                 self.walk(sub)
         elif op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, sre_c.POSSESSIVE_REPEAT):
+            self.end_sensitive = self.end_sensitive or op == sre_c.POSSESSIVE_REPEAT
             self.walk(av[2])
         elif op == sre_c.ATOMIC_GROUP:
+            self.end_sensitive = True
             self.walk(av)
 
 

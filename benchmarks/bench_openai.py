@@ -2,7 +2,7 @@
 measured in the same run on the same pre-cut chunks: µs per feed of each, the stream's overhead (stream
 minus parser) and that overhead as a multiple of the parser's own cost, with its target (issue 17: at
 most 1x for text, at most 2x for a tool call with large streamed arguments). Cases: content only,
-reasoning then content, one call with a long string argument (qwen3 and gpt_oss JSON, Qwen 3.5 XML,
+reasoning only, reasoning then content, one call with a long string argument (qwen3 and gpt_oss JSON, Qwen 3.5 XML,
 qwen3 with ``buffer_calls``), one call with many small arguments; 1-, 4-, 16- and 64-character feeds.
 Medians of interleaved runs, in process CPU time. Then a size sweep of the stream alone: the growth
 exponent (log-log slope of total time against length; 1.0 is linear).
@@ -46,6 +46,10 @@ def reasoning_content_output(size: int) -> str:
     return "<think>" + words(size // 2, 1) + "</think>\n\n" + words(size // 2, 2) + "<|im_end|>"
 
 
+def reasoning_output(size: int) -> str:
+    return "<think>" + words(size, 3) + "</think>\n\nDone.<|im_end|>"
+
+
 def large_arguments_output(size: int) -> str:
     """One call whose ``content`` argument is a long string (a file written by the model)."""
     body = {"name": "write_file", "arguments": {"path": "notes/draft.md", "content": words(size), "mode": "w"}}
@@ -75,6 +79,7 @@ def nested_arguments_output(size: int) -> str:
 # case: (template, output maker, overhead target as a multiple of the parser's cost, buffer_calls)
 CASES: dict[str, tuple[str, Callable[[int], str], float, bool]] = {
     "content": ("qwen3", content_output, 1.0, False),
+    "reasoning": ("qwen3", reasoning_output, 1.0, False),
     "reasoning+content": ("qwen3", reasoning_content_output, 1.0, False),
     "large-arguments": ("qwen3", large_arguments_output, 2.0, False),
     "large-arguments-buffered": ("qwen3", large_arguments_output, 2.0, True),  # the vLLM plugin's default

@@ -104,6 +104,10 @@ def check_answer(raw: str | bytes | bytearray | memoryview, evidence: Mapping[st
 
 def check_evidence(evidence: object, where: str) -> None:
     """Evidence is a mapping of ``source_id`` to block text, both ``str``; anything else is named."""
+    if type(evidence) is dict and all(map(str.__instancecheck__, evidence)) and all(
+        map(str.__instancecheck__, evidence.values())
+    ):
+        return  # the common case, checked in C; any other input is walked below to name the fault
     if not isinstance(evidence, Mapping):
         raise InputTypeError(
             f"{where} expected evidence as a mapping of source_id to block text, found {type(evidence).__name__}. "
@@ -144,19 +148,50 @@ def _read_valid_answer(raw: str | bytes) -> GroundedAnswer | None:
     """The answer when ``raw`` passes the bare-JSON, JSON and schema stages at once, else None (the stages
     then run one by one to name the fault).
 
-    One C-scanned parse serves all three: an object read from the whole text is bare; the schema holds no
-    number and nests three levels, so a value it accepts is one the strict reader's number range and depth
-    bound accept too."""
+    One parse serves all three: an object read from the whole text is bare; the schema holds no number and
+    nests three levels, so a value it accepts is one the strict reader's number range and depth bound accept
+    too. A text without a backslash is read by pydantic's JSON reader alone; any other by the strict C scan."""
+    if b"\\" not in raw if isinstance(raw, bytes) else "\\" not in raw:
+        return _read_unescaped(raw)
     data = scan_strict(raw, max_bytes=MAX_RAW_BYTES)
     if type(data) is not dict:
         return None
     try:
-        return GroundedAnswer.model_validate(data, strict=True)
+        return _VALIDATE(data, strict=True)  # type: ignore[no-any-return]
     except ValidationError:
         return None
 
 
+def _read_unescaped(raw: str | bytes) -> GroundedAnswer | None:
+    """The answer from a text without a backslash, read by pydantic's strict JSON mode, else None.
+
+    That reader rejects what the strict reader rejects (a lone surrogate, a control character in a string,
+    a BOM, invalid UTF-8, a trailing comma, text around the object) except a repeated key, which keeps the
+    last value. Without escapes every '"' delimits a string, so the text holds exactly the strings of the
+    answer only when no key was repeated (tests/answers compare this path with the stages one by one)."""
+    try:
+        answer: GroundedAnswer = _VALIDATE_JSON(raw, strict=True)
+    except ValueError:  # ValidationError
+        return None
+    quotes = raw.count(b'"') if isinstance(raw, bytes) else raw.count('"')
+    return answer if quotes == 2 * _strings_in(answer) else None
+
+
+def _strings_in(answer: GroundedAnswer) -> int:
+    """Keys and string values: four keys and the status, two keys and two values per citation, and the
+    answer and the clarification when they are not null."""
+    return 5 + 4 * len(answer.citations) + (answer.answer is not None) + (answer.clarification is not None)
+
+
+_VALIDATE: Final = GroundedAnswer.__pydantic_validator__.validate_python
+_VALIDATE_JSON: Final = GroundedAnswer.__pydantic_validator__.validate_json
+# A text of N chars takes at most 4 * N UTF-8 bytes and at least N.
+_MAX_UTF8_BYTES_PER_CHAR: Final = 4
+
+
 def _check_size(raw: str | bytes) -> None:
+    if isinstance(raw, str) and len(raw) * _MAX_UTF8_BYTES_PER_CHAR <= MAX_RAW_BYTES:
+        return  # fits whatever its characters; the exact size is measured only when it may not
     size = len(raw) if isinstance(raw, bytes) else len(raw.encode("utf-8", "surrogatepass"))
     if size > MAX_RAW_BYTES:
         message = f"expected at most {MAX_RAW_BYTES} UTF-8 bytes, found {size} bytes in the whole output"
@@ -342,7 +377,7 @@ def _status_rules(answer: GroundedAnswer, _evidence: Mapping[str, str]) -> list[
     wants_answer = answer.status == "answered"
     wants_clarification = answer.status == "needs_clarification"
     errors: list[AnswerError] = []
-    if wants_answer and not (answer.answer or "").strip():
+    if wants_answer and _blank(answer.answer):
         errors.append(AnswerError(code, "expected a non-blank answer when status is 'answered'", "$.answer"))
     if not wants_answer and answer.answer is not None:
         errors.append(AnswerError(code, f"expected answer null when status is {answer.status!r}", "$.answer"))
@@ -354,7 +389,7 @@ def _status_rules(answer: GroundedAnswer, _evidence: Mapping[str, str]) -> list[
         errors.append(
             AnswerError(code, f"expected no citations when status is {answer.status!r}", "$.citations")
         )
-    if wants_clarification and not (answer.clarification or "").strip():
+    if wants_clarification and _blank(answer.clarification):
         errors.append(
             AnswerError(
                 code,
@@ -371,6 +406,11 @@ def _status_rules(answer: GroundedAnswer, _evidence: Mapping[str, str]) -> list[
     return errors
 
 
+def _blank(text: str | None) -> bool:
+    """``not (text or "").strip()`` without copying: ``strip()`` and ``isspace()`` share one whitespace set."""
+    return not text or text.isspace()
+
+
 def _limits(answer: GroundedAnswer, _evidence: Mapping[str, str]) -> list[AnswerError]:
     errors = [
         error
@@ -384,28 +424,33 @@ def _limits(answer: GroundedAnswer, _evidence: Mapping[str, str]) -> list[Answer
         message = f"expected at most {MAX_CITATIONS} citations, found {len(answer.citations)} at $.citations"
         errors.append(AnswerError("too_many_citations", message, "$.citations"))
     for index, citation in enumerate(answer.citations):
-        error = _too_long(citation.quote, MAX_QUOTE_CHARS, f"$.citations[{index}].quote")
-        if error:
-            errors.append(error)
+        if len(citation.quote) > MAX_QUOTE_CHARS:
+            errors.append(_too_long_error(len(citation.quote), MAX_QUOTE_CHARS, f"$.citations[{index}].quote"))
     return errors
 
 
 def _too_long(text: str | None, limit: int, path: str) -> AnswerError | None:
     if text is None or len(text) <= limit:
         return None
-    return AnswerError("too_long", f"expected at most {limit} characters, found {len(text)} at {path}", path)
+    return _too_long_error(len(text), limit, path)
+
+
+def _too_long_error(length: int, limit: int, path: str) -> AnswerError:
+    return AnswerError("too_long", f"expected at most {limit} characters, found {length} at {path}", path)
 
 
 def _grounding(answer: GroundedAnswer, evidence: Mapping[str, str]) -> list[AnswerError]:
     """Each source must be a block in ``evidence``; each quote an exact, non-blank substring of it."""
     errors: list[AnswerError] = []
     for index, citation in enumerate(answer.citations):
-        path = f"$.citations[{index}]"
         block = evidence.get(citation.source_id)
+        if block is not None and citation.quote in block and not _blank(citation.quote):
+            continue  # found: the common case builds no path
+        path = f"$.citations[{index}]"
         if block is None:
             message = f"expected source_id to name a document block given in the prompt, found an unknown one at {path}.source_id"
             errors.append(AnswerError("unknown_source", message, f"{path}.source_id"))
-        elif not citation.quote.strip():
+        elif _blank(citation.quote):
             errors.append(
                 AnswerError(
                     "quote_not_found",
@@ -413,7 +458,7 @@ def _grounding(answer: GroundedAnswer, evidence: Mapping[str, str]) -> list[Answ
                     f"{path}.quote",
                 )
             )
-        elif citation.quote not in block:
+        else:
             message = f"expected a verbatim substring of block {_short(citation.source_id)}, found no exact match at {path}.quote"
             errors.append(AnswerError("quote_not_found", message, f"{path}.quote"))
     return errors

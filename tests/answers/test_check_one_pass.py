@@ -30,50 +30,34 @@ VALID: dict[str, Any] = {
 BODY = json.dumps(VALID, ensure_ascii=False)
 CLARIFY = '{"status": "needs_clarification", "answer": null, "citations": [], "clarification": "%s"}'
 
+REPEATS = [  # (key as it first appears, the same with a repeat) at the top, in a citation, escaped, unknown
+    ('"status": "answered"', '"status": "answered", "status": "answered"'),
+    ('"status": "answered"', '"status": "answered", "st\\u0061tus": "answered"'),
+    ('"quote": "30일"', '"quote": "30일", "quote": "30일"'),
+    ('"source_id": "edu#2"', '"source_id": "nope", "source_id": "edu#2"'),
+    ('"status": "answered"', '"x": 1, "x": 2, "status": "answered"'),
+    ('"clarification": null', '"clarification": null, "clarification": null'),
+]
+CLARIFICATIONS = [  # key names as values (more quoted names than keys), then strings the strict reader refuses
+    "answer", "status", "a\x00b", "a\x1fb", "a\ud800b", "a\\ud800b", "a\\udc00\\ud800", "a\\ud83d\\ude00",
+    "a\x7f\x85\u2028", "a\\x",
+]
+AFTER = ["\x0b", "\x0c", "\x1c", "\u00a0", "\u2028", " {}", "\n```", ",", "]"]
+NULL_AS = ["NaN", "nul", "0", "1e999", "[]", "{}"]
+
 EDGES: list[str | bytes] = [
     BODY,
     json.dumps(VALID, ensure_ascii=False, indent=2),
     json.dumps(VALID),  # \u escapes: the C scan
-    # a key repeated, with and without escapes, at the top and inside a citation, or an unknown key
-    BODY.replace('"status": "answered"', '"status": "answered", "status": "answered"'),
-    BODY.replace('"status": "answered"', '"status": "answered", "st\\u0061tus": "answered"'),
-    BODY.replace('"quote": "30일"', '"quote": "30일", "quote": "30일"'),
-    BODY.replace('"source_id": "edu#2"', '"source_id": "nope", "source_id": "edu#2"'),
-    BODY.replace('"status": "answered"', '"x": 1, "x": 2, "status": "answered"'),
-    BODY.replace('"clarification": null', '"clarification": null, "clarification": null'),
-    # key names as values: more quoted names than keys, no repeat
-    CLARIFY % "answer",
-    CLARIFY % "status",
+    *(BODY.replace(key, repeated) for key, repeated in REPEATS),
+    *(CLARIFY % text for text in CLARIFICATIONS),
     BODY.replace("분기당 30만 원이다.", "status"),
-    # strings the strict reader refuses
-    CLARIFY % "a\x00b",
-    CLARIFY % "a\x1fb",
-    CLARIFY % "a\ud800b",
-    CLARIFY % "a\\ud800b",
-    CLARIFY % "a\\udc00\\ud800",
-    CLARIFY % "a\\ud83d\\ude00",
-    CLARIFY % "a\x7f\x85\u2028",
-    CLARIFY % "a\\x",
-    # around the object
-    "\ufeff" + BODY,
-    BODY + "\x0b",
-    BODY + "\x0c",
-    BODY + "\x1c",
-    BODY + "\u00a0",
-    BODY + "\u2028",
-    " \t\r\n" + BODY + " \t\r\n",
-    BODY + " {}",
-    "```json\n" + BODY + "\n```",
-    "[" + BODY + "]",
+    *(BODY + after for after in AFTER),
+    *(BODY.replace("null", value) for value in NULL_AS),
+    *(before + BODY for before in ("\ufeff", " \t\r\n", "```json\n", "[")),
     BODY[:-1],
     BODY[:-1] + ",}",
     BODY.replace("]", ",]"),
-    BODY.replace("null", "NaN"),
-    BODY.replace("null", "nul"),
-    BODY.replace("null", "0"),
-    BODY.replace("null", "1e999"),
-    BODY.replace("null", "[]"),
-    BODY.replace("null", "{}"),
     BODY.replace('"answered"', '"Answered"'),
     "{}",
     "",
@@ -118,8 +102,8 @@ def test_one_pass_accepts_what_the_stages_accept(raw: str | bytes) -> None:
 
 
 def test_a_repeated_key_without_escapes_is_still_named() -> None:
-    raw = EDGES[3]
-    assert isinstance(raw, str) and "\\" not in raw
+    raw = BODY.replace(*REPEATS[0])
+    assert "\\" not in raw
     result = check_answer(raw, {"edu#2": "교육비 한도는", "leave#2": "30일"})
     assert result.codes == ("duplicate_key",)
     assert check_answer(BODY, {"edu#2": "교육비 한도는", "leave#2": "30일"}).ok

@@ -60,7 +60,8 @@ _Watch = tuple[int, CompiledField | None, DelimiterScanner]
 # (single trigger character or None, trigger pattern, lead-run test or None, the fast path may hold a
 # trailing lead run itself, field, dirty)
 _QuietEntry = tuple[str | None, Any, Callable[[str], bool] | None, bool, str, bool]
-_Floor = tuple[Any, Callable[[str], bool] | None]  # (trigger pattern, lead-run test or None)
+# (trigger pattern, its one or two characters or None, lead-run test or None)
+_Floor = tuple[Any, tuple[str, ...] | None, Callable[[str], bool] | None]
 
 
 class ResponseParser:
@@ -396,9 +397,10 @@ class ResponseParser:
             assert self._tracker is not None
             self._tracker.feed("".join(self._track_pending))
             self._track_pending.clear()
-        text = "".join(self._skipped)
+        context = self._template.context
+        text = "".join(self._skipped)[-context:] if context else ""  # lookbehinds read no further
         self._skipped.clear()
-        if self._template.context:  # nothing is held here (the fast path buffers before it holds a run)
+        if context:  # nothing is held here (the fast path buffers before it holds a run)
             self._append(text)
             self._pos = len(self._buf)
             if self._tracker is not None:  # the fast path fed the tracker this text already
@@ -672,9 +674,16 @@ class ResponseParser:
         floor = self._floors.get(state)
         if floor is None:
             return pos
-        chars, lead = floor
-        m = chars.search(buf, pos)
-        start = len(buf) if m is None else m.start()
+        chars, few, lead = floor
+        if few is not None:  # one or two trigger characters: str.find is cheaper than a regex search
+            start = len(buf)
+            for char in few:
+                at = buf.find(char, pos, start)
+                if at >= 0:
+                    start = at
+        else:
+            m = chars.search(buf, pos)
+            start = len(buf) if m is None else m.start()
         if lead is not None:
             while start > pos and lead(buf[start - 1]):
                 start -= 1
@@ -695,7 +704,8 @@ class ResponseParser:
         table: dict[str | None, _Floor | None] = {}
         for state, trigger in self._triggers.items():
             tests = [] if trigger is None else [d.info.lead for d in trigger.leads if d.info.lead is not None]
-            table[state] = None if trigger is None else (trigger.chars, _union_test(tests))
+            few = tuple(trigger.charset) if trigger is not None and 0 < len(trigger.charset) <= 2 else None
+            table[state] = None if trigger is None else (trigger.chars, few, _union_test(tests))
         return table
 
     def _scan_scanners(self, eos: bool, floor: int = -1) -> tuple[tuple[int, CompiledField | None, Hit] | None, int]:

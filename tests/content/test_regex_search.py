@@ -17,23 +17,31 @@ SINGLE_PASS = [
     r'<atem:parameter\s+name="(?P<key>[^"]*)"\s*>',
     r"<p=(?P<key>\w+?)>",
     r"<p=(?P<key>[a-z]{1,3})",
+    r"(?:<q>\s*)?<p=(?P<key>[^>\n]+)>",  # an optional part
+    r"</p>\s*</q>|</p>(?=\s{0,8}(?:<q>|<p=))",  # alternatives, a lookahead that ends the pattern
+    r"(?<![^\s>])<p=(?P<key>[^>]+)>|(?:(?<=\n)|(?<=<q>))<p>",  # lookbehinds of fixed text
+    r"""<p\s+name=["'](?P<key>[^"'<>]+)["'](?:\s+kind="(?P<kind>a|bb)")?\s*>""",
 ]
 NOT_SINGLE_PASS = [
     r"<p=(?P<key>.*)>",  # the repeat can take the '>' that follows it
     r"<p=(?P<key>[^>]*)[^<]*>",  # a repeat followed by a repeat
     r"<p=(?P<key>(?:ab)+)>",  # a repeat of more than one character
     r"(?i)<p=(?P<key>[^>]+)>",
-    r"<p=(?P<key>[^>]+)>(?=x)",
-    r"(?:<q>)?<p=(?P<key>[^>]+)>",
-    r"<p=(?P<key>ab|a)>",  # an alternation of sequences
+    r"<p=(?P<key>ab|a)>(?:x|xy)(?:y|yz)(?:z|zw)(?:w|wq)",  # too many ways through
+    r"(?:a|a)*b",
+    r"a?a?a?a?aaaa",  # optional characters the next literal can also read
+    r"<p=(?P<key>[^>]*)(?=x)",  # a repeat before a lookahead
+    r"(?=<p=[^>]*)>",  # a lookahead that does not end the pattern
+    r"(?<=[^>]*x)<p>",  # a lookbehind with a repeat
 ]
 # Searched patterns for the equivalence property: with and without leading literals, single-pass or not.
-PATTERNS = SINGLE_PASS[:2] + NOT_SINGLE_PASS[:3] + [
+PATTERNS = SINGLE_PASS[:2] + SINGLE_PASS[5:] + NOT_SINGLE_PASS[:3] + [
     r"(?:<q>|<p=)(?P<key>[^>]*)>",
     r"(?<=\n)<p=(?P<key>[^>]+)>",
     r"(?:<q>)?<p=(?P<key>[^>\n]+)>",
 ]
-PIECES = ["<p=", "<parameter=", "<q>", "<arg_key>", "</arg_key>", "<arg_value>", "a", "b", ">", "<", "\n", " ", "x"]
+PIECES = ["<p=", "<parameter=", "<q>", "</p>", "</q>", "<p name=", '"', "'", " kind=", "<arg_key>", "</arg_key>",
+          "<arg_value>", "a", "b", ">", "<", "\n", " ", "x"]
 
 
 @pytest.mark.parametrize("pattern", SINGLE_PASS)

@@ -89,9 +89,12 @@ def searcher(source: str) -> Searcher:
 
 
 def _single_pass(source: str, flags: int) -> bool:
-    """A sequence of literals, single-character sets and groups of them, where each repeat is of one
-    character set and is followed by a literal outside that set (or ends the pattern): giving back a
-    repeated character can never let what follows match, so an attempt never rescans text."""
+    """Whether a match attempt costs time linear in the text it reads: literals, single-character sets,
+    plain groups, zero-width tests, alternations and optional parts (at most ``_MAX_PATHS`` ways through
+    the pattern), where each repeat is of one character set and everything that can follow it starts
+    with a literal outside that set (or ends the match). Giving back a repeated character then never lets
+    what follows match, so no way through rescans text. A lookahead must end the pattern (it is tested
+    once per way through); a lookbehind holds only literals and sets."""
     if flags & (regex.IGNORECASE | regex.VERSION1 | regex.FULLCASE):
         return False
     try:
@@ -100,37 +103,64 @@ def _single_pass(source: str, flags: int) -> bool:
         return False
     if parsed.state.flags & (re.IGNORECASE | re.LOCALE | re.ASCII):
         return False
-    items = _flatten(list(parsed))
-    if items is None:
-        return False
+    paths = [1]
+    return _linear(list(parsed), [], paths) and paths[0] <= _MAX_PATHS
+
+
+def _linear(items: list[Any], after: list[list[Any]], paths: list[int]) -> bool:
+    """``items``, followed by the sequences ``after``, is single-pass; ``paths`` counts the ways through."""
     for i, (op, av) in enumerate(items):
-        if op in _SINGLE_CHAR:
+        rest = [items[i + 1 :], *after]
+        if op in _SINGLE_CHAR or op == sre_c.AT:
             continue
-        body = list(av[2])
-        if len(body) != 1 or body[0][0] not in _SINGLE_CHAR:
+        if op == sre_c.SUBPATTERN and not av[1] and not av[2]:
+            ok = _linear(list(av[-1]), rest, paths)
+        elif op == sre_c.BRANCH:
+            paths[0] *= len(av[1])
+            ok = all(_linear(list(branch), rest, paths) for branch in av[1])
+        elif op in _REPEATS and len(av[2]) == 1 and av[2][0][0] in _SINGLE_CHAR:
+            follow = _first(rest)
+            ok = follow is not None and all(c == _END or _in_set(c, av[2][0]) is False for c in follow)
+        elif op in _REPEATS and av[0] == 0 and av[1] == 1:  # an optional part
+            paths[0] *= 2
+            ok = _linear(list(av[2]), rest, paths)
+        elif op in (sre_c.ASSERT, sre_c.ASSERT_NOT) and av[0] < 0:  # a lookbehind of fixed text
+            ok = all(sub_op in _SINGLE_CHAR for sub_op, _ in av[1])
+        elif op in (sre_c.ASSERT, sre_c.ASSERT_NOT):  # a lookahead, tested once at the end of each way
+            ok = not any(rest) and _linear(list(av[1]), [], paths)
+        else:
+            ok = False
+        if not ok:
             return False
-        if i + 1 < len(items):
-            follow_op, follow_av = items[i + 1]
-            if follow_op != sre_c.LITERAL or _in_set(chr(follow_av), body[0]) is not False:
-                return False
     return True
 
 
-def _flatten(items: list[Any]) -> list[Any] | None:
-    """``items`` with plain groups opened up; None if anything but literals, sets, repeats and plain groups
-    is there."""
-    out: list[Any] = []
-    for op, av in items:
-        if op == sre_c.SUBPATTERN and not av[1] and not av[2]:
-            inner = _flatten(list(av[-1]))
-            if inner is None:
+_END = ""  # in a first-character set: what follows can be empty (the match ends there)
+_MAX_PATHS = 16
+
+
+def _first(chain: list[list[Any]]) -> frozenset[str] | None:
+    """The literal characters that can start the concatenation of ``chain`` (``_END`` if it can be
+    empty), or None when something else can (a set, a repeat, a zero-width test)."""
+    for index, items in enumerate(chain):
+        for i, (op, av) in enumerate(items):
+            rest = [items[i + 1 :], *chain[index + 1 :]]
+            if op == sre_c.LITERAL:
+                return frozenset({chr(av)})
+            if op == sre_c.IN and all(kind == sre_c.LITERAL for kind, _ in av):  # ["']
+                return frozenset(chr(value) for _, value in av)
+            if op == sre_c.SUBPATTERN and not av[1] and not av[2]:
+                return _first([list(av[-1]), *rest])
+            if op == sre_c.BRANCH:
+                options = [_first([list(branch), *rest]) for branch in av[1]]
+            elif op in _REPEATS and av[0] == 0 and av[1] == 1 and not (len(av[2]) == 1 and av[2][0][0] in _SINGLE_CHAR):
+                options = [_first([list(av[2]), *rest]), _first(rest)]
+            else:
                 return None
-            out += inner
-        elif op in _SINGLE_CHAR or op in _REPEATS:
-            out.append((op, av))
-        else:
-            return None
-    return out
+            if any(option is None for option in options):
+                return None
+            return frozenset().union(*options)  # type: ignore[arg-type]
+    return frozenset({_END})
 
 
 def _in_set(char: str, item: Any) -> bool | None:

@@ -8,6 +8,7 @@ character) is tried there without the ``regex`` module's ``timeout=``, which rea
 from __future__ import annotations
 
 import re
+import warnings
 from re import _constants as sre_c  # type: ignore[attr-defined,unused-ignore]
 from re import _parser as sre_parse  # type: ignore[attr-defined,unused-ignore]
 from typing import Any
@@ -21,6 +22,9 @@ from chatparse.content.args import compiled, timed
 _MAX_TRIES = 8
 _SINGLE_CHAR = (sre_c.LITERAL, sre_c.NOT_LITERAL, sre_c.IN, sre_c.ANY)
 _REPEATS = (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, sre_c.POSSESSIVE_REPEAT)
+# A brace that is not a counted repeat: `regex` may read a fuzzy constraint there (`(?:<p=){e<=1}` matches
+# "<q="), which the standard parser takes for literal text. No claim about such patterns.
+_REGEX_ONLY = re.compile(r"\{(?![\d,]*\})")
 _CATEGORIES = {
     sre_c.CATEGORY_DIGIT: r"\d", sre_c.CATEGORY_NOT_DIGIT: r"\D", sre_c.CATEGORY_SPACE: r"\s",
     sre_c.CATEGORY_NOT_SPACE: r"\S", sre_c.CATEGORY_WORD: r"\w", sre_c.CATEGORY_NOT_WORD: r"\W",
@@ -38,8 +42,11 @@ class Searcher:
         from chatparse.template.regex_info import analyze  # the template layer imports the content registry
 
         self.pattern = compiled(source)
-        info = analyze(source)
-        self.anchors = info.anchors if info.lead is None and not self.pattern.flags & regex.IGNORECASE else None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # the standard parser on `regex` syntax
+            info = analyze(source)
+        plain = not _REGEX_ONLY.search(source) and not self.pattern.flags & regex.IGNORECASE
+        self.anchors = info.anchors if plain and info.lead is None else None
         self.finder = None
         if self.anchors is not None and len(self.anchors) > 1:
             alternation = "|".join(regex.escape(a) for a in sorted(self.anchors, key=len, reverse=True))
@@ -95,10 +102,12 @@ def _single_pass(source: str, flags: int) -> bool:
     with a literal outside that set (or ends the match). Giving back a repeated character then never lets
     what follows match, so no way through rescans text. A lookahead must end the pattern (it is tested
     once per way through); a lookbehind holds only literals and sets."""
-    if flags & (regex.IGNORECASE | regex.VERSION1 | regex.FULLCASE):
+    if flags & (regex.IGNORECASE | regex.VERSION1 | regex.FULLCASE) or _REGEX_ONLY.search(source):
         return False
     try:
-        parsed = sre_parse.parse(source, re.DOTALL)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # "possible nested set": `regex` reads [[:alpha:]] otherwise
+            parsed = sre_parse.parse(source, re.DOTALL)
     except Exception:  # regex-only syntax: no claim
         return False
     if parsed.state.flags & (re.IGNORECASE | re.LOCALE | re.ASCII):

@@ -41,6 +41,7 @@ class _Tables:
     first: object  # pattern: the next token, bracket or visible character (before the value started)
     scan: object  # pattern: the next token or bracket
     longest: int
+    token_firsts: frozenset[str]  # the first characters of the tokens
 
 
 _TABLE_CACHE: dict[Structure, _Tables] = {}
@@ -57,7 +58,8 @@ def _tables(structure: Structure) -> _Tables:
     scan = regex.compile("|".join(parts) if parts else "(?!)", regex.DOTALL)
     first = regex.compile("|".join([*parts, r"\S"]), regex.DOTALL)
     tables = _Tables(structure, frozenset(brackets[0::2]), frozenset(brackets[1::2]), tokens,
-                     dict(structure.spans), first, scan, max(map(len, tokens), default=1))
+                     dict(structure.spans), first, scan, max(map(len, tokens), default=1),
+                     frozenset(token[0] for token in tokens))
     _TABLE_CACHE[structure] = tables
     return tables
 
@@ -189,25 +191,35 @@ class BodyTracker:
 def _forming_token(work: str, low: int, high: int, t: _Tables) -> int:
     """The first position in ``[low, high)`` from which the text to the end is a proper prefix of a token
     (a triple quote, a span opener), or -1."""
+    firsts = t.token_firsts
     for start in range(low, high):
-        rest = work[start:]
-        if any(len(token) > len(rest) and token.startswith(rest) for token in t.tokens):
-            return start
+        if start < len(work) and work[start] in firsts:
+            rest = work[start:]
+            if any(len(token) > len(rest) and token.startswith(rest) for token in t.tokens):
+                return start
     return -1
 
 
 def _token_prefix_suffix(work: str, pos: int, t: _Tables) -> str:
-    """The longest suffix of ``work[pos:]`` that is a proper prefix of some token."""
-    for k in range(min(t.longest - 1, len(work) - pos), 0, -1):
-        tail = work[len(work) - k :]
-        if any(token.startswith(tail) and len(token) > k for token in t.tokens):
-            return tail
+    """The longest suffix of ``work[pos:]`` that is a proper prefix of some token (it starts with a
+    token's first character: only those places are checked)."""
+    firsts = t.token_firsts
+    for start in range(max(pos, len(work) - t.longest + 1), len(work)):
+        if work[start] in firsts:
+            tail = work[start:]
+            if any(token.startswith(tail) and len(token) > len(tail) for token in t.tokens):
+                return tail
     return ""
 
 
 def _literal_prefix_suffix(work: str, pos: int, literal: str) -> str:
     """The longest suffix of ``work[pos:]`` that is a proper prefix of ``literal`` (a close split off)."""
-    for k in range(min(len(literal) - 1, len(work) - pos), 0, -1):
-        if literal.startswith(work[len(work) - k :]):
-            return work[len(work) - k :]
+    if not literal:
+        return ""
+    first = literal[0]
+    start = work.find(first, max(pos, len(work) - len(literal) + 1))
+    while start >= 0:
+        if literal.startswith(work[start:]):
+            return work[start:]
+        start = work.find(first, start + 1)
     return ""

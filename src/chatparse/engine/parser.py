@@ -147,6 +147,8 @@ class ResponseParser:
         # ``_head_decides``): per memo key, head text -> (kind, field, groups), and the head lengths.
         self._heads: dict[tuple[str | None, int, bool], tuple[dict[str, Any], list[int]]] = {}
         self._forming_first: dict[int, int] = {}  # per watch list: the scanner that last found a delimiter forming
+        # Per watch list: the order scanners are asked in (literal ones first: they answer cheaply).
+        self._scan_orders = {id(watch): _literal_first(watch) for watch in self._watch.values()}
         self._memo_text = min(_MEMO_TEXT, self._hold_cap)  # longer: the hold-back cap may apply
         self._triggers = self._template.triggers
         # The quiet fast path (see ``feed``): armed with the open region's entry when nothing is held.
@@ -717,10 +719,11 @@ class ResponseParser:
         best: tuple[int, CompiledField | None, Hit] | None = None
         best_key: tuple[int, int, int, str] | None = None
         watch = self._watchlist()
-        first = self._forming_first.get(id(watch), 0) if floor >= 0 else 0
-        count = len(watch)
-        for step in range(count):
-            index = (first + step) % count
+        order = self._scan_orders[id(watch)]
+        if floor >= 0 and id(watch) in self._forming_first:
+            first = self._forming_first[id(watch)]
+            order = [first, *(i for i in order if i != first)]
+        for index in order:
             kind, field, scanner = watch[index]
             hit = scanner.find(buf, pos, eos, version, self._zw_block if kind == _OPEN else self._zw_data)
             if hit is None:
@@ -1160,6 +1163,12 @@ def _tool_required(tools: Iterable[Any]) -> dict[str, tuple[str, ...]]:
     from chatparse.tools.schema import tool_required_parameters
 
     return tool_required_parameters(tools)
+
+
+def _literal_first(watch: list[_Watch]) -> list[int]:
+    """The positions of a watch list, literal delimiters first (they answer without a regex)."""
+    return [i for i, (_, _, scanner) in enumerate(watch) if scanner.delim.literals is not None] + \
+        [i for i, (_, _, scanner) in enumerate(watch) if scanner.delim.literals is None]
 
 
 def _union_test(tests: list[Callable[[str], bool]]) -> Callable[[str], bool] | None:

@@ -1,4 +1,4 @@
-"""check_answer's one-pass read (pydantic's JSON reader for a text without a backslash, the strict C scan
+"""check_answer's one-pass read (pydantic's JSON reader for a text with few escapes, the strict C scan
 otherwise) accepts exactly the answers the bare-JSON, JSON and schema stages accept one by one."""
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ VALID: dict[str, Any] = {
     "clarification": None,
 }
 BODY = json.dumps(VALID, ensure_ascii=False)
+ESCAPED = json.dumps(dict(VALID, answer='a "quoted" \\ answer\n\t\\"\\u0061 /'), ensure_ascii=False)
+MANY_ESCAPES = json.dumps(dict(VALID, answer="가" * 70))  # past the escapes the one pydantic read walks
 CLARIFY = '{"status": "needs_clarification", "answer": null, "citations": [], "clarification": "%s"}'
 
 REPEATS = [  # (key as it first appears, the same with a repeat) at the top, in a citation, escaped, unknown
@@ -50,6 +52,16 @@ EDGES: list[str | bytes] = [
     json.dumps(VALID, ensure_ascii=False, indent=2),
     json.dumps(VALID),  # \u escapes: the C scan
     *(BODY.replace(key, repeated) for key, repeated in REPEATS),
+    ESCAPED,
+    ESCAPED.replace("/", "\\/"),
+    *(ESCAPED.replace(key, repeated) for key, repeated in REPEATS),
+    ESCAPED.replace('"status": "answered"', '"status": "answered", "status": "answered\\""'),
+    ESCAPED.replace('"clarification": null', '"clarification": "\\"\\"", "clarification": null'),
+    ESCAPED.replace('"status"', '"st\\u0061tus"'),
+    ESCAPED.replace('"clarification": null', '"clarification": "\\u0022\\u0022", "clarification": null'),
+    ESCAPED.replace('"clarification": null', '"clarification": null, "clarific\\u0061tion": "\\u0022\\""'),
+    MANY_ESCAPES,
+    *(MANY_ESCAPES.replace(key, repeated) for key, repeated in REPEATS),
     *(CLARIFY % text for text in CLARIFICATIONS),
     BODY.replace("분기당 30만 원이다.", "status"),
     *(BODY + after for after in AFTER),
@@ -82,8 +94,9 @@ def _assert_same(raw: str | bytes) -> None:
     one_pass = _read_valid_answer(raw)
     stages = _by_stages(raw)
     assert one_pass == stages or (one_pass is None and stages is not None), (raw, one_pass, stages)
-    if stages is not None and (b"\\" if isinstance(raw, bytes) else "\\") not in raw:
-        assert one_pass == stages, raw  # nothing doubtful without escapes: the one pass decides alone
+    backslashes = raw.count(b"\\") if isinstance(raw, bytes) else raw.count("\\")
+    if stages is not None and backslashes <= 32:
+        assert one_pass == stages, raw  # with few escapes the one pydantic read decides alone
 
 
 def _assert_same_as_text_and_bytes(raw: str | bytes) -> None:
@@ -103,10 +116,14 @@ def test_one_pass_accepts_what_the_stages_accept(raw: str | bytes) -> None:
 
 def test_a_repeated_key_without_escapes_is_still_named() -> None:
     raw = BODY.replace(*REPEATS[0])
-    assert "\\" not in raw
+    assert "\\" not in raw and "\\n" in ESCAPED.replace(*REPEATS[2])
     result = check_answer(raw, {"edu#2": "교육비 한도는", "leave#2": "30일"})
     assert result.codes == ("duplicate_key",)
+    assert check_answer(ESCAPED.replace(*REPEATS[2]), {"edu#2": "교육비 한도는", "leave#2": "30일"}).codes == (
+        "duplicate_key",
+    )
     assert check_answer(BODY, {"edu#2": "교육비 한도는", "leave#2": "30일"}).ok
+    assert check_answer(ESCAPED, {"edu#2": "교육비 한도는", "leave#2": "30일"}).ok
 
 
 @pytest.mark.parametrize("seed", range(400))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, AnyStr, Final
 
 from pydantic import ValidationError
 
@@ -150,9 +150,14 @@ def _read_valid_answer(raw: str | bytes) -> GroundedAnswer | None:
 
     One parse serves all three: an object read from the whole text is bare; the schema holds no number and
     nests three levels, so a value it accepts is one the strict reader's number range and depth bound accept
-    too. A text without a backslash is read by pydantic's JSON reader alone; any other by the strict C scan."""
-    if b"\\" not in raw if isinstance(raw, bytes) else "\\" not in raw:
-        return _read_unescaped(raw)
+    too. A text with few escapes is read by pydantic's JSON reader alone; one with many (``ensure_ascii``
+    output) by the strict C scan."""
+    if isinstance(raw, bytes):
+        escaped_quotes = _escaped_quotes(raw, b"\\", b'"')
+    else:
+        escaped_quotes = _escaped_quotes(raw, "\\", '"')
+    if escaped_quotes is not None:
+        return _read_with_few_escapes(raw, escaped_quotes)
     data = scan_strict(raw, max_bytes=MAX_RAW_BYTES)
     if type(data) is not dict:
         return None
@@ -162,19 +167,41 @@ def _read_valid_answer(raw: str | bytes) -> GroundedAnswer | None:
         return None
 
 
-def _read_unescaped(raw: str | bytes) -> GroundedAnswer | None:
-    """The answer from a text without a backslash, read by pydantic's strict JSON mode, else None.
+def _escaped_quotes(raw: AnyStr, backslash: AnyStr, quote: AnyStr) -> int | None:
+    """How many ``\\"`` escapes ``raw`` holds, or None past ``_MAX_ESCAPES_WALKED`` backslashes.
+
+    The backslashes are found left to right, one C search each. An escape starts with a backslash and its
+    second character is never one (``\\uXXXX`` continues with hex digits), so the search goes on after it."""
+    at = raw.find(backslash)
+    if at < 0:
+        return 0
+    if raw.count(backslash, at) > _MAX_ESCAPES_WALKED:
+        return None
+    count = 0
+    while at >= 0:
+        count += raw[at + 1 : at + 2] == quote
+        at = raw.find(backslash, at + 2)
+    return count
+
+
+# Each escape costs one Python step here; past this many, the strict C scan is the cheaper reader.
+_MAX_ESCAPES_WALKED: Final = 32
+
+
+def _read_with_few_escapes(raw: str | bytes, escaped_quotes: int) -> GroundedAnswer | None:
+    """The answer read by pydantic's strict JSON mode, else None; ``escaped_quotes`` counts the ``\\"``.
 
     That reader rejects what the strict reader rejects (a lone surrogate, a control character in a string,
-    a BOM, invalid UTF-8, a trailing comma, text around the object) except a repeated key, which keeps the
-    last value. Without escapes every '"' delimits a string, so the text holds exactly the strings of the
-    answer only when no key was repeated (tests/answers compare this path with the stages one by one)."""
+    a bad escape, a BOM, invalid UTF-8, a trailing comma, text around the object) except a repeated key,
+    which keeps the last value. Every '"' in the text is a string's delimiter or an escaped quote (a
+    ``\\u0022`` holds none), so the text holds exactly the strings of the answer, keys included however
+    they are spelled, only when no key was repeated (tests/answers compare this path with the stages)."""
     try:
         answer: GroundedAnswer = _VALIDATE_JSON(raw, strict=True)
     except ValueError:  # ValidationError
         return None
     quotes = raw.count(b'"') if isinstance(raw, bytes) else raw.count('"')
-    return answer if quotes == 2 * _strings_in(answer) else None
+    return answer if quotes == 2 * _strings_in(answer) + escaped_quotes else None
 
 
 def _strings_in(answer: GroundedAnswer) -> int:

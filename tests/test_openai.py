@@ -692,3 +692,26 @@ def test_the_first_feed_returns_what_the_prefix_completed(first: str) -> None:
     head = [c["choices"][0]["delta"] for c in stream.feed(first)]
     assert head[:2] == [{"role": "assistant", "content": ""}, {"tool_calls": [
         {"index": 0, "id": "call_0", "type": "function", "function": {"name": "f", "arguments": ""}}]}]
+
+
+@pytest.mark.parametrize(("final", "same"), [
+    ({"a": "x" * 5000, "b": 1, "c": None}, True),
+    ({"b": 1, "a": "x" * 5000, "c": None}, False),  # another key order
+    ({"a": "x" * 5000, "b": True, "c": None}, False),  # equal in Python, not in JSON
+    ({"a": "x" * 5000, "b": 1.0, "c": None}, False),
+    ({"a": "x" * 5000, "b": 1}, False),  # a key less
+    ({"a": "y" * 5000, "b": 1, "c": None}, False),
+])
+def test_a_call_whose_keys_all_went_out_is_not_serialized_again_unless_it_differs(final: dict[str, Any],
+                                                                               same: bool) -> None:
+    """At a call's close, the arguments' JSON is the fragments already sent and '}' only when the final
+    arguments are those keys in that order with the same plain values; anything else is serialized."""
+    from chatparse.openai import _CallState, _streamed_json
+
+    sent = {"a": "x" * 5000, "b": 1, "c": None}
+    call = _CallState(values=dict(sent), emitted=[
+        ("{" if i == 0 else ", ") + json.dumps(k) + ": " + json.dumps(v) for i, (k, v) in enumerate(sent.items())])
+    result = _streamed_json(call, final)
+    assert (result == json.dumps(final, ensure_ascii=False)) if same else result is None
+    call.early = False  # a key was repeated: nothing is assumed
+    assert _streamed_json(call, final) is None

@@ -185,7 +185,7 @@ class _CallState:
     id: str | None = None
     name: str | None = None
     emitted: list[str] = field(default_factory=list)  # argument fragments sent so far (joined at the close)
-    keys: set[str] = field(default_factory=set)
+    values: dict[str, Any] = field(default_factory=dict)  # the typed value of each key sent early, in order
     pending: str | None = None  # XML: the last completed key's fragment, sent when the next completes
     scanner: Any = None
     xml: bool = False  # the scanner reads XML parameters (else JSON)
@@ -258,7 +258,8 @@ class ChatCompletionStream:
         self._call: _CallState | None = None
         self._calls_sent = 0  # tool-call indices handed out
         self._calls_made = 0  # calls that closed with a value
-        self._sent_calls: list[tuple[str, str]] = []  # (name, final arguments) of every call completed on the wire
+        # (name, final arguments' JSON, arguments object) of every call completed on the wire
+        self._sent_calls: list[tuple[str, str, Any]] = []
         self._role_sent = False
         self._done = False
         self.message: dict[str, Any] | None = None
@@ -334,11 +335,14 @@ class ChatCompletionStream:
         for name, state in self._text.items():  # the final value after finalize's cleanup
             final = message.get(name)
             self._reconcile_text(name, state, final if isinstance(final, str) else "")
-        # Self-check: the calls completed on the wire are the message's calls, in order.
-        final_calls = [(_call_name(fn, "name"), arguments_json(fn.get("arguments")))
-                       for fn in (c.get("function") for c in _call_list(message.get(TOOLS_FIELD)))
-                       if isinstance(fn, Mapping)]
-        if self._sent_calls != final_calls and TOOLS_FIELD not in self.mismatches:
+        # Self-check: the calls completed on the wire are the message's calls, in order. An arguments
+        # object that is the one a call's close carried is not serialized a second time.
+        sent = self._sent_calls
+        functions = [fn for fn in (c.get("function") for c in _call_list(message.get(TOOLS_FIELD)))
+                     if isinstance(fn, Mapping)]
+        final_calls = [(_call_name(fn, "name"), sent[i][1] if i < len(sent) and fn.get("arguments") is sent[i][2]
+                        else arguments_json(fn.get("arguments"))) for i, fn in enumerate(functions)]
+        if [(name, text) for name, text, _ in sent] != final_calls and TOOLS_FIELD not in self.mismatches:
             self.mismatches.append(TOOLS_FIELD)
         self._done = True
         self._ensure_role()
@@ -522,14 +526,15 @@ class ChatCompletionStream:
             fn = {}
         where = f"tool_calls[{self._calls_made}].function"
         name = _call_name(fn, f"{where}.name")
-        final = arguments_json(fn.get("arguments"), f"{where}.arguments")
+        arguments = fn.get("arguments")
+        final = _streamed_json(call, arguments) or arguments_json(arguments, f"{where}.arguments")
         if call.index is None or call.name != name:
             if call.index is not None:
                 self.mismatches.append(f"tool_calls[{call.index}].name")
             call = _CallState()
             self._header(call, name)
         self._calls_made += 1
-        self._sent_calls.append((name, final))
+        self._sent_calls.append((name, final, arguments))
         sent = "".join(call.emitted)
         if final.startswith(sent):
             self._args(call, final[len(sent):])
@@ -583,11 +588,10 @@ class ChatCompletionStream:
         if not call.early or call.index is None or call.name is None:
             call.early = False  # name unknown yet: arguments wait for the close
             return
-        if key in call.keys:
+        if key in call.values:
             call.early = False  # a repeated key: the engine keeps the last value
             return
-        call.keys.add(key)
-        typed = self._typed(call.name, key, value)
+        typed = call.values[key] = self._typed(call.name, key, value)
         lead = "{" if not call.emitted and call.pending is None else ", "
         fragment = lead + _encode(key) + ": " + _encode(typed)
         if not hold_one:
@@ -706,6 +710,23 @@ def _xml_args_unusual(fld: CompiledField) -> bool:
     if fld.content == "xml-params":
         return any(args.get(key) != value for key, value in _QWEN_PARAMETERS.items())
     return bool(args.get("value_parser") or args.get("merge_duplicates"))
+
+
+_PLAIN = (str, int, bool, type(None))  # values whose JSON text equal values of the same type share
+
+
+def _streamed_json(call: _CallState, arguments: Any) -> str | None:
+    """The arguments' JSON without serializing them again, when every key already went out early, in
+    order, with a plain value (string, integer, boolean, null) equal to the final one: the fragments
+    and ``}``. None otherwise (the caller serializes)."""
+    sent = call.values
+    if not call.early or not sent or type(arguments) is not dict or len(arguments) != len(sent):
+        return None
+    for (key, value), (final_key, final_value) in zip(sent.items(), arguments.items(), strict=True):
+        if key != final_key or type(value) is not type(final_value) or type(value) not in _PLAIN \
+                or value != final_value:
+            return None
+    return "".join(call.emitted) + (call.pending or "") + "}"
 
 
 def _update_streams(state: _TextState) -> None:

@@ -146,8 +146,8 @@ class ResponseParser:
         # Literal delimiters at the first position a delimiter can start, whatever follows them (see
         # ``_head_decides``): per memo key, head text -> (kind, field, groups), and the head lengths.
         self._heads: dict[tuple[str | None, int, bool], tuple[dict[str, Any], list[int]]] = {}
-        self._forming_first: dict[int, int] = {}  # per watch list: the scanner that last found a delimiter forming
-        # Per watch list: the order scanners are asked in (literal ones first: they answer cheaply).
+        # Per watch list: the order scanners are asked in when a forming delimiter can end the scan: those
+        # that most recently found one first, then literal ones (they answer cheaply).
         self._scan_orders = {id(watch): _literal_first(watch) for watch in self._watch.values()}
         self._memo_text = min(_MEMO_TEXT, self._hold_cap)  # longer: the hold-back cap may apply
         self._triggers = self._template.triggers
@@ -720,17 +720,16 @@ class ResponseParser:
         best_key: tuple[int, int, int, str] | None = None
         watch = self._watchlist()
         order = self._scan_orders[id(watch)]
-        if floor >= 0 and id(watch) in self._forming_first:
-            first = self._forming_first[id(watch)]
-            order = [first, *(i for i in order if i != first)]
-        for index in order:
+        for index in order if floor >= 0 else range(len(watch)):
             kind, field, scanner = watch[index]
             hit = scanner.find(buf, pos, eos, version, self._zw_block if kind == _OPEN else self._zw_data)
             if hit is None:
                 continue
             if hit.pending:
                 if hit.start == floor:
-                    self._forming_first[id(watch)] = index
+                    if order[0] != index:  # ask it first next time (most recently forming first)
+                        order.remove(index)
+                        order.insert(0, index)
                     return None, floor
                 hold = min(hold, hit.start)
                 continue

@@ -664,8 +664,7 @@ class ResponseParser:
                     return False
             elif watch_kind == kind and watch_field is field:
                 return False  # a regex delimiter's own match could differ with other text after it
-            elif not delim.info.end_blind or self._budget.run(
-                    delim.pattern.match, delim.field, delim.key, buf, start, end, partial=True) is not None:
+            elif not delim.info.end_blind or scanner.match(buf, start, end, partial=True) is not None:
                 return False
         return True
 

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from chatparse.content.regex_search import searcher
 from chatparse.engine.limits import DEFAULT_LIMITS, RegexBudget
 from chatparse.template.compile import Delimiter
 
@@ -121,6 +122,7 @@ class DelimiterScanner:
         "_none_pos",
         "_none_zw",
         "_prefixes",
+        "_single_pass",
         "_stable",
         "_start_char",
         "_starts",
@@ -149,6 +151,7 @@ class DelimiterScanner:
         self._after = delim.after
         anchors = delim.info.anchors if delim.literals is None else None
         self._anchored = anchors is not None
+        self._single_pass = delim.literals is None and searcher(delim.pattern.pattern).single_pass
         self._anchor_occ = _Occurrences(anchors or ())
         # For one buffer (version, length): anchored starts where no match (even partial) starts, and
         # where a search for a complete match found none (-1: not known). One-shot parsing scans one
@@ -184,6 +187,16 @@ class DelimiterScanner:
         first_chars = delim.info.first_chars
         self._starts = delim.starts
         self._start_char = next(iter(first_chars)) if first_chars is not None and len(first_chars) == 1 else None
+
+    def match(self, text: str, pos: int, endpos: int | None = None, *, partial: bool = False) -> Any:
+        """``pattern.match`` at ``pos``: under the regex budget, unless the pattern is single-pass (a match
+        attempt then costs time linear in what it reads, and ``timeout=`` alone costs a clock system
+        call or more per call)."""
+        delim = self.delim
+        end = len(text) if endpos is None else endpos
+        if self._single_pass:
+            return delim.pattern.match(text, pos, end, partial=partial)
+        return self._budget.run(delim.pattern.match, delim.field, delim.key, text, pos, end, partial=partial)
 
     def shift(self, n: int) -> None:
         """The buffer lost its first ``n`` characters."""
@@ -342,7 +355,6 @@ class DelimiterScanner:
         else:
             complete = True
         size = len(buf)
-        delim = self.delim
         first_partial = -1
         anchor_seen = False
         dead = self._dead
@@ -360,7 +372,7 @@ class DelimiterScanner:
                     return _TOO_MANY
                 runs, since = 0, start
             runs += 1
-            m = self._budget.run(delim.pattern.match, delim.field, delim.key, buf, start, partial=True)
+            m = self.match(buf, start, partial=True)
             if m is None:
                 dead.add(start)
                 if frontier:
@@ -389,7 +401,6 @@ class DelimiterScanner:
         """The leftmost complete match from ``start`` of a pattern with anchors: jump from one anchor
         occurrence to the next with ``str.find`` and try an anchored match there (a regex search would
         walk every position, slowly for a `\\s*`-led pattern). After many failed tries, a search."""
-        delim = self.delim
         dead, dead_complete = self._dead, self._dead_complete
         tried, since = 0, start
         if not self.delim.info.anchors_exact:
@@ -408,7 +419,7 @@ class DelimiterScanner:
                         self._dead_search = at
                     return m
             tried += 1
-            m = self._budget.run(delim.pattern.match, delim.field, delim.key, buf, at)
+            m = self.match(buf, at)
             if m is not None:
                 return m
             dead_complete.add(at)
@@ -463,8 +474,7 @@ class DelimiterScanner:
                     return None
                 # Only the trailing run can be forming. An anchored match checks it without the
                 # quadratic complete-match search a partial `search` would first run over the run.
-                m = self._budget.run(self.delim.pattern.match, self.delim.field, self.delim.key, buf, trailing,
-                                     partial=True)
+                m = self.match(buf, trailing, partial=True)
                 if m is not None and m.partial:
                     return Hit(m.start(), m.end(), m.groupdict(), True)
                 floor = trailing
@@ -484,7 +494,7 @@ class DelimiterScanner:
         q = self._forming_at(buf, max(pos, size - self._anchor_len + 1))
         if not info.anchors_exact:  # a lookbehind before the anchor decides (no lead run here)
             while 0 <= q < (size if limit is None else limit):
-                m = self._budget.run(self.delim.pattern.match, self.delim.field, self.delim.key, buf, q, partial=True)
+                m = self.match(buf, q, partial=True)
                 if m is not None and m.partial:
                     return Hit(q, size, _NO_GROUPS, True)
                 q = self._forming_at(buf, q + 1)
@@ -497,7 +507,7 @@ class DelimiterScanner:
         if run == size:
             return None
         if not info.lead_forming:
-            m = self._budget.run(self.delim.pattern.match, self.delim.field, self.delim.key, buf, run, partial=True)
+            m = self.match(buf, run, partial=True)
             if m is None or not m.partial:
                 return None
         return Hit(run, size, _NO_GROUPS, True)
@@ -558,8 +568,7 @@ class DelimiterScanner:
             return False  # it would have to explore more than the window past its own match
         lo = max(0, start - max(info.context, 1))
         hi = min(len(buf), m.end() + GROWTH_WINDOW)
-        delim = self.delim
-        extended = self._budget.run(delim.pattern.match, delim.field, delim.key, buf[lo:hi] + "\x00", start - lo)
+        extended = self.match(buf[lo:hi] + "\x00", start - lo)
         if extended is None:
             return True
         return bool(extended.start() + lo != start or extended.end() + lo != m.end()

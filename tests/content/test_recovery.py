@@ -20,6 +20,7 @@ PYTHON_PIECES = ["a()", "b(x=1)", "c(s='),]')", "[", "]", "(", ")", ",", "'", " 
 PARSERS: list[tuple[Callable[..., Any], Callable[..., Any], dict[str, Any], list[str]]] = [
     (parse_json_calls, recover_json_calls, {"accept": ["array", "object"]}, JSON_PIECES),
     (parse_python_calls, recover_python_calls, {}, PYTHON_PIECES),
+    (parse_python_calls, recover_python_calls, {"accept_json": True}, [*JSON_PIECES, *PYTHON_PIECES, '{"nme": 1}']),
     (parse_python_call_list, recover_python_call_list, {}, PYTHON_PIECES),
 ]
 
@@ -49,3 +50,14 @@ def test_a_stray_closer_is_one_bad_item_not_a_hang() -> None:
     assert [item.raw for item in bad] == ["]]"]
     good, bad = recover_python_calls("f())", {})
     assert [value["name"] for value, _ in good] == ["f"] and [item.raw for item in bad] == [")"]
+
+
+def test_a_json_call_list_with_a_bad_call_object_is_recovered_call_by_call() -> None:
+    """LFM2's python-calls also read a JSON call list; a call object without a name in it was a ValueError
+    out of recovery (an EngineFault; hostile fuzzing, seed openai.stream:2027592)."""
+    args = {"accept_json": True}
+    good, bad = recover_python_calls('[{"name": "a", "arguments": {}}, {"nme": "b"}, {"name": "c"}]', args)
+    assert [call for call, _ in good] == [{"name": "a", "arguments": {}}, {"name": "c", "arguments": {}}]
+    assert [item.raw for item in bad] == ['{"nme": "b"}']
+    good, bad = recover_python_calls('{"naNaNInfinityme": "f", "arguments": {"city": "Pa,is"}}', args)
+    assert good == [] and len(bad) == 1 and "no name key" in bad[0].error

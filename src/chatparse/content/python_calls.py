@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 from chatparse.content.args import check_allowed, check_choice, excerpt
-from chatparse.content.json_calls import Call, json_call_list
+from chatparse.content.json_calls import Call, json_call_list, recover_json_calls
 from chatparse.content.recovery import PYTHON, Good, call_paren, read_items
 from chatparse.content.registry import BadItem, register_extensions
 
@@ -287,7 +287,10 @@ def recover_python_calls(body: str, args: Mapping[str, Any]) -> tuple[Good, list
     """``python-calls`` call by call: each call of the list (or each line) separately."""
     text = body.strip()
     if args.get("accept_json", False) and text[:1] in ("[", "{"):
-        calls = json_call_list(text)
+        try:
+            calls = json_call_list(text)
+        except ValueError:  # JSON, but a call object in it is bad: read the JSON list object by object
+            return recover_json_calls(text, {"accept": ["array", "object"], "decode_string_arguments": True})
         if calls is not None:
             return [(call, text) for call in calls], []
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, overload
 
 from chatparse.engine import ResponseParser
-from chatparse.engine.parser import OnMalformed
+from chatparse.engine.parser import Event, OnMalformed
 from chatparse.engine.tool_typing import coerce_string, schema_types
 from chatparse.errors import InputTypeError
 from chatparse.template.compile import CompiledField
@@ -287,29 +287,38 @@ class ChatCompletionStream:
 
     def feed(self, text: str) -> list[Chunk]:
         """Add generated text; returns the chunks it completes."""
-        events = self.parser.feed(text)
+        state = self._fast
+        if state is None:
+            return self._feed_events(self.parser.feed(text))
+        # The common feed, inline (calls would be half its cost): plain text of the region streaming now,
+        # which the parser hands back as text without building its event; then ``_text_chunk`` in a
+        # started region and one chunk as ``_chunk`` builds it.
+        taken = self.parser.feed_text(text, state.name)
+        if not isinstance(taken, str):  # events: the chunk was not plain text of that region alone
+            if len(taken) != 1 or taken[0]["type"] != "region_chunk" or taken[0]["field"] != state.name:
+                return self._feed_events(taken)
+            taken = taken[0]["text"]
+        held = state.held
+        combined = held + taken if held else taken
+        kept = combined.rstrip()
+        if kept is not combined:  # trailing whitespace: held until text follows it
+            state.held = combined[len(kept):]
+            if not kept:
+                return []
+        elif held:
+            state.held = ""
+        state.sent.append(kept)
+        choice = _CHOICE.copy()
+        choice["delta"] = {state.key: kept}
+        chunk = self._head.copy()
+        chunk["choices"] = [choice]
+        return [chunk]
+
+    def _feed_events(self, events: list[Event]) -> list[Chunk]:
+        """The chunks of a feed's events, off the shortest path of ``feed``."""
         if len(events) == 1:
             event = events[0]
             if event["type"] == "region_chunk":
-                state = self._fast
-                if state is not None and event["field"] == state.name:
-                    # The common feed, inline (calls would be half its cost): ``_text_chunk`` in a started
-                    # region, then one chunk as ``_chunk`` builds it.
-                    held = state.held
-                    combined = held + event["text"] if held else event["text"]
-                    kept = combined.rstrip()
-                    if kept is not combined:  # trailing whitespace: held until text follows it
-                        state.held = combined[len(kept):]
-                        if not kept:
-                            return []
-                    elif held:
-                        state.held = ""
-                    state.sent.append(kept)
-                    choice = _CHOICE.copy()
-                    choice["delta"] = {state.key: kept}
-                    chunk = self._head.copy()
-                    chunk["choices"] = [choice]
-                    return [chunk]
                 call = self._call
                 if call is not None and event["field"] == TOOLS_FIELD and not self._initial:
                     if call.scanner is None:  # buffered (or not streamable early): the close sends it

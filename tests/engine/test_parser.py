@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import chatparse
-from tests.streamcheck import assert_chunking_equivalent, check_event_stream, stream
+from tests.streamcheck import assert_chunking_equivalent, check_event_stream, split, stream
 
 QWEN = {
     "defaults": {"role": "assistant"},
@@ -262,3 +265,79 @@ def test_fast_path_keeps_only_the_context_of_skipped_text() -> None:
         parser.feed("abcd")
     assert sum(map(len, parser._skipped)) <= 4096 + 64 * 4
     assert len(parser._body) == 10_000  # the region itself keeps everything, as it must
+
+
+# --- feed_text: the fast path for wrappers (text back instead of one region_chunk event) ---------------
+
+LEAD_RUN = {
+    "start_anchor": "<|im_start|>assistant\n",
+    "fields": {
+        "tool_calls": {"open_pattern": r"\s*<tool_call>", "close": "</tool_call>", "content": "json"},
+        "content": {"close_pattern": r"\s*<\|im_end\|>"},
+    },
+}
+
+
+def feed_both(template: Any, chunks: list[str]) -> tuple[int, dict[str, Any]]:
+    """Feed ``chunks`` to one parser with ``feed`` and to another with ``feed_text`` (naming the region
+    open before each chunk): same events (text back standing for one region_chunk event of that region),
+    same held text after every feed, same message. Returns how many chunks came back as text."""
+    plain = chatparse.ResponseParser(template, "")
+    wrapped = chatparse.ResponseParser(template, "")
+    texts = 0
+    for chunk in chunks:
+        field = wrapped.current_region
+        events = plain.feed(chunk)
+        taken = wrapped.feed_text(chunk, field) if field is not None else wrapped.feed(chunk)
+        if isinstance(taken, str):
+            texts += 1
+            dirty = not wrapped.template.fields[field].parser.streamable
+            assert events == [{"type": "region_chunk", "field": field, "text": taken, "dirty": dirty}]
+        else:
+            assert taken == events
+        assert (wrapped.held, wrapped.current_region) == (plain.held, plain.current_region)
+    message, events = plain.finalize()
+    assert wrapped.finalize() == (message, events)
+    return texts, message
+
+
+@pytest.mark.parametrize("template", [QWEN, HARMONY, LOOKBEHIND, LEAD_RUN, "qwen3", "gpt_oss"])
+def test_feed_text_is_feed_without_the_event(template: Any) -> None:
+    body = "a b c, d {e} f\n" * 50
+    call = json.dumps({"path": "x", "text": body + "</tool_call> <|call|> " + body})  # its syntax is tracked
+    texts = {"qwen3": f"<think>{body}</think>{body}<tool_call>\n{{\"name\": \"f\", \"arguments\": {call}}}\n"
+                     "</tool_call><|im_end|>",
+            "gpt_oss": f"<|channel|>analysis<|message|>{body}<|end|><|start|>assistant<|channel|>commentary "
+                       f"to=functions.f <|constrain|>json<|message|>{call}<|call|>",
+            id(QWEN): f"<think>{body}</think>{body}<tool_call>{{\"name\": \"f\", \"arguments\": {{}}}}</tool_call>",
+            id(HARMONY): f"<|channel|>analysis<|message|>{body}<|end|><|channel|>final<|message|>{body}<|return|>",
+            id(LOOKBEHIND): f"{body}<x>{{{body}}}</x>{body}<|im_end|>",
+            id(LEAD_RUN): f"{body}  <tool_call>{{\"a\": 1}}</tool_call> {body} \n<|im_end|>"}
+    text = texts[template if isinstance(template, str) else id(template)]
+    for size in (1, 3, 4, 16):
+        taken, message = feed_both(template, split(text, size))
+        assert taken > len(text) // size // 4  # many feeds are plain text of the region open
+        assert message == chatparse.parse_response(text, template, prefix="")
+
+
+@given(text=TEXT, cuts=st.lists(st.integers(0, 120), max_size=8))
+def test_feed_text_property(text: str, cuts: list[int]) -> None:
+    points = sorted({c for c in cuts if c < len(text)})
+    chunks = [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
+    for template in (QWEN, HARMONY, LEAD_RUN):
+        try:
+            chatparse.parse_response(text, template, prefix="")
+        except chatparse.ChatparseError:
+            continue
+        feed_both(template, chunks)
+
+
+def test_feed_text_for_another_region_returns_the_events() -> None:
+    parser = chatparse.ResponseParser(QWEN, "")
+    parser.feed("<think>a")
+    assert parser.feed_text("bcd", "content") == [{"type": "region_chunk", "field": "thinking", "text": "bcd",
+                                                   "dirty": False}]
+    assert parser.feed_text("efg", "thinking") == "efg"
+    assert parser.feed_text("h</think>", "thinking") == [
+        {"type": "region_chunk", "field": "thinking", "text": "h", "dirty": False},
+        {"type": "region_close", "field": "thinking", "value": "abcdefgh"}]

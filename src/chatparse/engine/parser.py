@@ -256,6 +256,31 @@ class ResponseParser:
             return self._guarded_feed(text, self._feed_forming)
         return self._feed_checked(text)
 
+    def feed_text(self, text: str, field: str) -> str | list[Event]:
+        """``feed`` for a wrapper that streams the text of region ``field``: when the chunk is plain text
+        of that region (the quiet fast path takes it whole: no trigger character, no lead run at its end,
+        no body syntax to track), returns the text the ``region_chunk`` event would carry, without
+        building the event; otherwise returns what ``feed(text)`` returns. Either way the parser's state
+        changes exactly as ``feed(text)`` changes it, and the text is fed once. The returned text's
+        ``dirty`` is ``not template.fields[field].parser.streamable``, as in that event."""
+        quiet = self._quiet
+        if quiet is None or quiet[4] != field or self._tracker is not None or type(text) is not str or not text:
+            return self.feed(text)
+        single, pattern, lead = quiet[0], quiet[1], quiet[2]
+        if ((single in text) if single is not None else (pattern.search(text) is not None)) \
+                or (lead is not None and lead(text[-1])):
+            return self.feed(text)  # a trigger character or a trailing lead run: the same checks again
+        pos, buf = self._pos, self._buf
+        self._pos = len(buf)
+        out = text if pos == self._pos else buf[pos:] + text
+        # The bookkeeping of ``feed``'s fast path (kept inline there: it is the parser's own hot path).
+        self._fast_chars += len(text)
+        self._body.append(out)
+        self._skipped.append(text)
+        if len(self._skipped) >= _SKIP_COLLAPSE:
+            self._collapse_skipped()
+        return out
+
     def _feed_forming(self, text: str) -> list[Event]:
         """A feed while a delimiter is forming at ``_pos``: when the scan answer for the unresolved text
         is remembered as "still forming there", nothing else can happen (see ``_scan_delimiters``)."""

@@ -9,7 +9,8 @@ import regex
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chatparse.template.regex_info import REGEX_SPACE, analyze
+import chatparse
+from chatparse.template.regex_info import REGEX_SPACE, UNKNOWN, analyze, fuzzy_braces, literal_strings
 
 
 def test_regex_space_is_exactly_what_regex_matches_with_backslash_s() -> None:
@@ -124,3 +125,27 @@ def test_every_match_has_an_anchor_after_its_lead_and_ends_with_a_tail(text: str
             assert any(after.startswith(a) for a in info.anchors), (source, text, m)
             if info.tails is not None:
                 assert any(body.endswith(t) for t in info.tails), (source, text, m)
+
+
+@pytest.mark.parametrize(("pattern", "fuzzy"), [
+    (r"(?:<p=){e<=1}", True), (r"(?:abc){i<=1,d<=1}", True), (r"x{1i+1d<4}", True), (r"(?:ab){e}", True),
+    (r"a{2,3}", False), (r"a{3}", False), (r"\{e<=1}", False), (r"[{e}]", False), (r"\{\"name\"", False),
+    (r"<tool_call>\s*\{", False), (r"{}", False),
+])
+def test_fuzzy_constraints_are_recognised(pattern: str, fuzzy: bool) -> None:
+    assert fuzzy_braces(pattern) is fuzzy
+    if fuzzy:
+        assert analyze(pattern) is UNKNOWN and literal_strings(pattern) is None
+
+
+def test_a_fuzzy_delimiter_matches_as_the_regex_module_reads_it() -> None:
+    """The standard parser reads `{e<=1}` as literal text: anchors from it made the scanner skip every
+    match (the reference, which runs the `regex` module's search, finds them)."""
+    template = {"start_anchor": "<s>", "fields": {"x": {"open_pattern": "(?:<call>){e<=1}", "close": "</x>"},
+                                                  "content": {}}}
+    text = "<call>a</x>b<cxll>c</x>d"
+    assert chatparse.parse_response(text, template, prefix="") == {"x": "c", "content": "d"}
+    parser = chatparse.ResponseParser(template, prefix="")
+    for ch in text:
+        parser.feed(ch)
+    assert parser.finalize()[0] == {"x": "c", "content": "d"}

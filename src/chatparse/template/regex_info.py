@@ -55,6 +55,8 @@ UNKNOWN = PatternInfo(max_width=None, looks_ahead=True, context=WIDE_CONTEXT)
 
 
 def analyze(pattern: str) -> PatternInfo:
+    if fuzzy_braces(pattern):  # the standard parser would read the constraint as literal text
+        return UNKNOWN
     try:
         parsed = sre_parse.parse(_unique_group_names(pattern), re.DOTALL)
     except Exception:  # regex-only syntax: no static facts, the scanner takes the exact slow path
@@ -176,6 +178,8 @@ def _zero_width(op: Any, av: Any) -> bool:
 def literal_strings(pattern: str) -> tuple[str, ...] | None:
     """The strings a pattern spells out when it is only literals, non-capturing groups and alternations
     of them (e.g. `<\\|channel\\|>(?:final|commentary)<\\|message\\|>`), else None."""
+    if fuzzy_braces(pattern):
+        return None
     try:
         parsed = sre_parse.parse(pattern, re.DOTALL)
     except Exception:
@@ -477,6 +481,33 @@ def quantifier_facts(pattern: str) -> QuantifierFacts:
         last_product, last_unbounded, last_is_group = 1, False, False
         i += 1
     return QuantifierFacts(max_count, max(s[0] for s in stack), nested)
+
+
+def fuzzy_braces(pattern: str) -> bool:
+    """Whether ``pattern`` may hold a fuzzy-matching constraint of the ``regex`` module (``{e<=1}``,
+    ``{i<=1,d<=1}``, ``{1i+1d<4}``): a brace outside a character class, not escaped and not a counted
+    repeat, whose body starts with a digit or an error letter and names one (e, i, d, s). The standard
+    parser reads such a brace as literal text, so no static fact of the pattern would hold."""
+    i, size = 0, len(pattern)
+    while i < size:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":
+            i = _skip_class(pattern, i)
+            continue
+        if c == "{":
+            counted = _COUNTED.match(pattern, i)
+            if counted is not None and (counted[1] or counted[3]):
+                i = counted.end()
+                continue
+            end = pattern.find("}", i)
+            body = pattern[i + 1 : end] if end != -1 else ""
+            if body and body[0] in "eids0123456789" and any(letter in body for letter in "eids"):
+                return True
+        i += 1
+    return False
 
 
 def _skip_class(pattern: str, i: int) -> int:

@@ -22,9 +22,6 @@ from chatparse.content.args import compiled, timed
 _MAX_TRIES = 8
 _SINGLE_CHAR = (sre_c.LITERAL, sre_c.NOT_LITERAL, sre_c.IN, sre_c.ANY)
 _REPEATS = (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, sre_c.POSSESSIVE_REPEAT)
-# A brace that is not a counted repeat: `regex` may read a fuzzy constraint there (`(?:<p=){e<=1}` matches
-# "<q="), which the standard parser takes for literal text. No claim about such patterns.
-_REGEX_ONLY = re.compile(r"\{(?![\d,]*\})")
 _CATEGORIES = {
     sre_c.CATEGORY_DIGIT: r"\d", sre_c.CATEGORY_NOT_DIGIT: r"\D", sre_c.CATEGORY_SPACE: r"\s",
     sre_c.CATEGORY_NOT_SPACE: r"\S", sre_c.CATEGORY_WORD: r"\w", sre_c.CATEGORY_NOT_WORD: r"\W",
@@ -45,7 +42,7 @@ class Searcher:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)  # the standard parser on `regex` syntax
             info = analyze(source)
-        plain = not _REGEX_ONLY.search(source) and not self.pattern.flags & regex.IGNORECASE
+        plain = not self.pattern.flags & regex.IGNORECASE  # analyze() claims nothing of fuzzy patterns
         self.anchors = info.anchors if plain and info.lead is None else None
         self.finder = None
         if self.anchors is not None and len(self.anchors) > 1:
@@ -102,7 +99,9 @@ def _single_pass(source: str, flags: int) -> bool:
     with a literal outside that set (or ends the match). Giving back a repeated character then never lets
     what follows match, so no way through rescans text. A lookahead must end the pattern (it is tested
     once per way through); a lookbehind holds only literals and sets."""
-    if flags & (regex.IGNORECASE | regex.VERSION1 | regex.FULLCASE) or _REGEX_ONLY.search(source):
+    from chatparse.template.regex_info import fuzzy_braces  # the standard parser reads them as literal text
+
+    if flags & (regex.IGNORECASE | regex.VERSION1 | regex.FULLCASE) or fuzzy_braces(source):
         return False
     try:
         with warnings.catch_warnings():

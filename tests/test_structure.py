@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from chatparse.structure import Structure
@@ -115,6 +115,31 @@ def span_case(draw: Any) -> tuple[str, list[str]]:
 def test_json_in_any_chunking_matches_the_reference(case: tuple[str, list[str]]) -> None:
     text, chunks = case
     assert tracked(JSON, chunks) == tracked(JSON, [text]) == reference(JSON, text)
+
+
+def plain(structure: Structure, chunks: list[str], *, general: bool = False) -> tuple[Any, ...]:
+    """Everything a tracker fed ``chunks`` (never asked to stop at the value's end) says; ``general``:
+    with the JSON token reader turned off (the character-class scan every syntax takes)."""
+    tracker = structure.tracker()
+    if general:
+        tracker._json = False
+    for chunk in chunks:
+        assert tracker.feed(chunk) == -1
+    return tracker.in_data, tracker.complete(), tracker.ended, tracker.balanced
+
+
+@settings(max_examples=600, deadline=None, derandomize=True)
+@given(json_case())
+@example(('{"a": "x\\"}', ['{"a": "x\\', '"}']))  # a chunk ends on an escaping backslash
+@example(('["\\\\"]', ['["\\', '\\', '"]']))  # an escaped backslash split across chunks
+def test_json_token_reader_matches_the_general_scan_and_the_reference(case: tuple[str, list[str]]) -> None:
+    """A JSON body without spans is read a token (a bracket, a whole string) per regex step; in any
+    chunking it must leave the state the general scan leaves, and the reference's."""
+    text, chunks = case
+    ours = plain(JSON, chunks)
+    assert ours == plain(JSON, chunks, general=True) == plain(JSON, [text], general=True)
+    in_data, complete, ended = reference(JSON, text)
+    assert ours[:3] == (in_data, complete, ended >= 0)
 
 
 @settings(max_examples=400, deadline=None, derandomize=True)

@@ -18,6 +18,13 @@ _BRACKETS = {"json": "{}[]", "python": "()[]{}"}
 _QUOTES = {"json": ('"',), "python": ('"""', "'''", '"', "'")}
 SYNTAXES = tuple(_BRACKETS)
 
+# JSON bodies without spans (the common case: a JSON tool call) are read a token at a time by one regex:
+# a bracket, or a whole string (its escapes included) up to its closing quote or the end of the text.
+_JSON_TOKENS = regex.compile(r'[{}\[\]]|"(?:[^"\\]++|\\.)*+(?:"|\\?)', regex.DOTALL)
+_JSON_STRING_REST = regex.compile(r'(?:[^"\\]++|\\.)*+', regex.DOTALL)  # inside an open string
+_JSON_BRACKETS = frozenset("{}[]")
+_VISIBLE = regex.compile(r"\S")
+
 
 @dataclass(frozen=True)
 class Structure:
@@ -67,7 +74,7 @@ def _tables(structure: Structure) -> _Tables:
 class BodyTracker:
     """Where a body stands syntactically after the text fed so far (see the module docstring)."""
 
-    __slots__ = ("_carry", "_close", "_depth", "_escapes", "_started", "_t", "ended")
+    __slots__ = ("_carry", "_close", "_depth", "_escapes", "_json", "_started", "_t", "ended")
 
     def __init__(self, tables: _Tables) -> None:
         self._t = tables
@@ -77,6 +84,7 @@ class BodyTracker:
         self._started = tables.structure.syntax is None  # a visible character of the value was seen
         self._carry = ""  # text at the end of the last feed that may be the start of a longer token
         self.ended = False  # the top-level bracketed value closed (depth back to 0)
+        self._json = tables.structure.syntax == "json" and not tables.structure.spans  # see ``_consume_json``
 
     # --- queries ---------------------------------------------------------------------------------
 
@@ -118,6 +126,9 @@ class BodyTracker:
             return -1
         carried = len(self._carry)
         work, self._carry = self._carry + text, ""
+        if self._json and not stop_at_value_end:
+            self._consume_json(work)
+            return -1
         end = self._consume(work, final=False, stop=stop_at_value_end)
         return -1 if end < 0 else end - carried
 
@@ -161,6 +172,40 @@ class BodyTracker:
             else:
                 self._started = True
         return -1
+
+    def _consume_json(self, work: str) -> None:
+        """``_consume`` for a JSON body without spans, not final, not stopping at the value's end: the
+        same state after the same text, read a token (a bracket, a whole string) per regex step."""
+        pos = 0
+        if self._close is not None:  # inside a string: skip its characters and escapes
+            pos = _JSON_STRING_REST.match(work).end()
+            if pos == len(work):
+                return
+            if work[pos] == "\\":  # a backslash at the very end: its escaped character is still to come
+                self._carry = "\\"
+                return
+            self._close = None  # the closing quote
+            pos += 1
+        tokens = _JSON_TOKENS.findall(work, pos)
+        if not self._started and (tokens or _VISIBLE.search(work, pos) is not None):
+            self._started = True
+        if not tokens:
+            return
+        depth = self._depth
+        for token in tokens:
+            if token in _JSON_BRACKETS:
+                if token == "{" or token == "[":
+                    depth += 1
+                elif depth > 0:
+                    depth -= 1
+                    if depth == 0:
+                        self.ended = True
+        self._depth = depth
+        last = tokens[-1]
+        if last[0] == '"' and _JSON_STRING_REST.match(last, 1).end() == len(last):
+            self._close, self._escapes = '"', True  # a string still open at the end of the text
+        elif last[0] == '"' and last[-1] == "\\" and _JSON_STRING_REST.match(last, 1).end() == len(last) - 1:
+            self._close, self._escapes, self._carry = '"', True, "\\"
 
     def _in_string(self, work: str, pos: int, final: bool) -> int:
         """Advance inside the open string or span; returns the new position (the end without a close).

@@ -9,7 +9,9 @@ when the text ends, and, for regions that end with their value, where the top-le
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass
+from typing import Any
 
 import regex
 
@@ -20,8 +22,11 @@ SYNTAXES = tuple(_BRACKETS)
 
 # JSON bodies without spans (the common case: a JSON tool call) are read a token at a time by one regex:
 # a bracket, or a whole string (its escapes included) up to its closing quote or the end of the text.
-_JSON_TOKENS = regex.compile(r'[{}\[\]]|"(?:[^"\\]++|\\.)*+(?:"|\\?)', regex.DOTALL)
-_JSON_STRING_REST = regex.compile(r'(?:[^"\\]++|\\.)*+', regex.DOTALL)  # inside an open string
+# These two fixed patterns (no partial matching, no Unicode classes) run on the standard library's engine,
+# which takes a third of the time the ``regex`` module takes on such short scans.
+_JSON_TOKENS = re.compile(r'[{}\[\]]|"(?:[^"\\]++|\\.)*+(?:"|\\?)', re.DOTALL)
+# Inside an open string. Everything it repeats is optional, so ``match`` never answers None (hence ``Any``).
+_JSON_STRING_REST: Any = re.compile(r'(?:[^"\\]++|\\.)*+', re.DOTALL)
 _JSON_BRACKETS = frozenset("{}[]")
 _VISIBLE = regex.compile(r"\S")
 

@@ -166,9 +166,13 @@ class ResponseParser:
         # While forming: the remembered scan answers for the state, and where the text they key starts.
         self._forming_table: dict[str, Any] | None = None
         self._forming_start = 0
+        self._known: tuple[int, Any] | None = None  # (version, remembered scan answer at ``_pos``)
         self._uncredited = 0  # characters fed without a regex budget of their own (credited later)
         self._skipped: list[str] = []  # text the fast path emitted without appending it to ``_buf``
-        self._fast_chars = 0  # characters the fast path took (their regex budget is credited later)
+        # Characters the fast path took (their regex budget is credited later): those of ``_skipped``
+        # that were collapsed away, beside what ``_skipped`` holds (of which ``_skip_kept`` were counted).
+        self._fast_chars = 0
+        self._skip_kept = 0
         self._held_run = False  # what is held is a lead run the quiet check found (not a delimiter forming)
         self.initial_events: list[Event] = []
         if not isinstance(prefix, str):
@@ -220,8 +224,11 @@ class ResponseParser:
                 pos, buf = self._pos, self._buf
                 size = len(buf)
                 if lead is None or not lead(text[-1]):
-                    out = text if pos == size else buf[pos:] + text
-                    self._pos = size
+                    if pos == size:
+                        out = text
+                    else:
+                        out = buf[pos:] + text
+                        self._pos = size
                     if self._tracker is not None:
                         self._track_pending.append(out)
                         self._tracked_to = size
@@ -243,9 +250,8 @@ class ResponseParser:
                     text = text[:k]
                 else:
                     return self._feed_checked(text)
-                self._fast_chars += len(text)
                 self._body.append(out)
-                skipped = self._skipped
+                skipped = self._skipped  # (its characters' regex budget is credited by ``_unskip``)
                 skipped.append(text)
                 if len(skipped) >= _SKIP_COLLAPSE:
                     self._collapse_skipped()
@@ -279,7 +285,6 @@ class ResponseParser:
         self._pos = len(buf)
         out = text if pos == self._pos else buf[pos:] + text
         # The bookkeeping of ``feed``'s fast path (kept inline there: it is the parser's own hot path).
-        self._fast_chars += len(text)
         self._body.append(out)
         self._skipped.append(text)
         if len(self._skipped) >= _SKIP_COLLAPSE:
@@ -290,17 +295,24 @@ class ResponseParser:
         """A feed while a delimiter is forming at ``_pos``: when the scan answer for the unresolved text
         is remembered as "still forming there", nothing else can happen (see ``_scan_delimiters``)."""
         table = self._forming_table
+        known = None
         if table is not None:
             start = self._forming_start
             key = self._buf[start:] + text
-            if len(key) - (self._pos - start) <= self._memo_text and table.get(key) is _STILL_FORMING:
-                # Appended without ``_append``'s compaction: the text held stays short (at most
-                # ``_memo_text``), and the next ``_append`` compacts what this one did not.
-                self._buf += text
-                self._version += 1
-                self._uncredited += len(text)
-                return []
+            if len(key) - (self._pos - start) <= self._memo_text:
+                known = table.get(key)
+                if known is _STILL_FORMING:
+                    # Appended without ``_append``'s compaction: the text held stays short (at most
+                    # ``_memo_text``), and the next ``_append`` compacts what this one did not.
+                    self._buf += text
+                    self._version += 1
+                    self._uncredited += len(text)
+                    return []
         self._append(text)
+        if known is not None:
+            # The scan's answer is remembered (a delimiter completed): ``_scan_delimiters`` takes it as
+            # is. The forming text starts at a scan floor, so the scan would look it up the same way.
+            self._known = (self._version, known)
         self._start_feed(len(text))
         events: list[Event] = [] if self._keep_events else _Discard()
         self._process(events, eos=False)
@@ -312,7 +324,6 @@ class ResponseParser:
         """The fast path's trailing-run hold when lookbehinds may read the text before the run: that
         text goes into the buffer first (as consumed), then the run (as held)."""
         self._skipped.append(text[:k])
-        self._fast_chars += k
         self._unskip()
         self._append(text[k:])
         self._held_run = True
@@ -367,7 +378,7 @@ class ResponseParser:
             if text:
                 self._trailing.append(text)
             return []
-        if self._fast_chars:
+        if self._skipped or self._fast_chars:
             self._unskip()
         self._start_feed(len(text))
         events: list[Event] = [] if self._keep_events else _Discard()
@@ -422,20 +433,24 @@ class ResponseParser:
     def _collapse_skipped(self) -> None:
         """Keep only the template's context of the skipped text (lookbehinds read no further)."""
         context = self._template.context
-        keep = "".join(self._skipped)[-context:] if context else ""
+        text = "".join(self._skipped)
+        self._fast_chars += len(text) - self._skip_kept  # the kept text was counted by the last collapse
+        keep = text[-context:] if context else ""
         self._skipped[:] = [keep] if keep else []
+        self._skip_kept = len(keep)
 
     def _unskip(self) -> None:
         """Account for the text the fast path emitted: as if it had been appended and consumed. With no
         lookbehind in the template nothing reads it again, so the buffer need not hold it."""
-        self._budget.credit(self._fast_chars)
-        self._fast_chars = 0
+        skipped = "".join(self._skipped)
+        self._budget.credit(self._fast_chars + len(skipped) - self._skip_kept)
+        self._fast_chars = self._skip_kept = 0
         if self._track_pending:  # the body syntax reads the fast path's text in one go
             assert self._tracker is not None
             self._tracker.feed("".join(self._track_pending))
             self._track_pending.clear()
         context = self._template.context
-        text = "".join(self._skipped)[-context:] if context else ""  # lookbehinds read no further
+        text = skipped[-context:] if context else ""  # lookbehinds read no further
         self._skipped.clear()
         if context:  # nothing is held here (the fast path buffers before it holds a run)
             self._append(text)
@@ -502,7 +517,7 @@ class ResponseParser:
         self._quiet = None
         self._forming = False
         try:
-            if self._fast_chars:
+            if self._skipped or self._fast_chars:
                 self._unskip()
         except Exception as exc:
             raise _fault(exc) from exc
@@ -628,6 +643,16 @@ class ResponseParser:
         the delimiter regexes over it again)."""
         buf, pos = self._buf, self._pos
         size = len(buf)
+        handed = self._known
+        if handed is not None:
+            self._known = None
+            if handed[0] == self._version and not eos:  # see ``_feed_forming``
+                start, known = pos, handed[1]
+                rel, held = known
+                if rel is None:
+                    return None, start + held
+                kind, field, first, end, groups = rel
+                return (kind, field, Hit(start + first, start + end, groups, False)), start + held
         if eos or size - pos > self._memo_text or self._zw_block >= pos or self._zw_data >= pos:
             return self._scan_scanners(eos)
         state = self._current if self._current != self._implicit else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -487,8 +488,9 @@ def _marker_delimiter(literals: tuple[str, ...], key: str) -> Delimiter | None:
 
 
 def char_class(chars: set[str] | frozenset[str]) -> Any:
-    """A compiled pattern matching any one of ``chars``."""
-    return regex.compile("[" + "".join(regex.escape(c) for c in sorted(chars)) + "]")
+    """A compiled pattern matching any one of ``chars``. A set of explicit characters means the same to
+    both engines; the standard library's searches such short classes in about a third of the time."""
+    return re.compile("[" + "".join(re.escape(c) for c in sorted(chars)) + "]")
 
 
 @dataclass(frozen=True)
@@ -502,7 +504,7 @@ class Trigger:
     charset: frozenset[str] = frozenset()  # the characters ``chars`` matches (empty: nothing to watch)
 
 
-_NEVER = regex.compile("(?!)")
+_NEVER = re.compile("(?!)")
 
 
 def _trigger(delims: list[Delimiter]) -> Trigger | None:

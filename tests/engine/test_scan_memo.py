@@ -5,8 +5,10 @@ templates. Also: the literal index equals ``str.find``, compiled transforms equa
 
 from __future__ import annotations
 
+import functools
 import json
 import random
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ from hypothesis import strategies as st
 
 import chatparse
 from chatparse.benchmark import BUILTINS, TEMPLATES, make_output
+from chatparse.engine import parser as parser_module
 from chatparse.engine.scanner import _Occurrences
 from chatparse.errors import ChatparseError
 from chatparse.template.fill import compile_transform
@@ -58,6 +61,89 @@ def test_dense_streams_feed_as_fresh_scans(kind: str, every: int) -> None:
     for template in templates:
         for chunks in _chunkings(rng, text):
             assert _run(chatparse.ResponseParser, template, "", chunks) == _run(_Fresh, template, "", chunks)
+
+
+def _in_turns(parsers: list[Any], streams: list[list[str]]) -> list[Any]:
+    """Feed each parser its stream, one chunk to each in turn; per parser what ``_run`` returns."""
+    feeds: list[list[str]] = [[] for _ in parsers]
+    for step in range(max(map(len, streams))):
+        for i, (parser, chunks) in enumerate(zip(parsers, streams, strict=True)):
+            if step < len(chunks):
+                feeds[i].append(json.dumps(parser.feed(chunks[step]), default=repr, sort_keys=True))
+    out = []
+    for parser, fed in zip(parsers, feeds, strict=True):
+        message, events = parser.finalize()
+        out.append((json.dumps(parser.initial_events, default=repr), fed, json.dumps([message, events], default=repr)))
+    return out
+
+
+def _dense_streams(kind: str, rng: random.Random) -> list[list[str]]:
+    texts = [make_output(kind, 2500, every=every, reasoning=every, seed=seed)
+             for seed, every in enumerate((90, 200, 60))]
+    return [random_split(text, rng) for text in texts]
+
+
+@pytest.mark.parametrize("kind", sorted(set(BUILTINS.values())))
+def test_parsers_of_one_template_share_answers_and_feed_as_fresh_scans(kind: str) -> None:
+    """The remembered answers are the template's, shared by its parsers: streams one after another and
+    streams fed in turns (one parser with a hold-back cap of 8) each feed as a fresh scan would, whatever
+    the other parsers left remembered."""
+    rng = random.Random(kind)
+    for template in [TEMPLATES[kind], *(name for name, k in BUILTINS.items() if k == kind)]:
+        streams = _dense_streams(kind, rng)
+        for chunks in streams:
+            assert _run(chatparse.ResponseParser, template, "", chunks) == _run(_Fresh, template, "", chunks)
+        small = chatparse.Limits(max_holdback=8)
+        parsers = [chatparse.ResponseParser(template, "", on_malformed="keep", limits=lim) for lim in (None, small, None)]
+        expected = [_run(_Fresh, template, "", chunks) for chunks in streams]
+        expected[1] = _run(functools.partial(_Fresh, limits=small), template, "", streams[1])
+        assert _in_turns(parsers, streams) == expected
+
+
+def test_a_full_memo_is_cleared_under_parsers_in_the_middle_of_a_header(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With room for three answers the shared memo is cleared again and again, while other parsers hold
+    a table of it for a header still forming: every feed is still a fresh scan's."""
+    monkeypatch.setattr(parser_module, "_MEMO_SIZE", 3)
+    rng = random.Random(3)
+    template = {**TEMPLATES["gpt-oss-regex"], "defaults": {"role": "assistant", "memo": "small"}}  # its own memo
+    streams = _dense_streams("gpt-oss-regex", rng)
+    parsers = [chatparse.ResponseParser(template, "", on_malformed="keep") for _ in streams]
+    expected = [_run(_Fresh, template, "", chunks) for chunks in streams]
+    assert _in_turns(parsers, streams) == expected
+    assert chatparse.load_template(template).engine_tables["memo"].size <= 3
+
+
+def test_a_later_stream_finds_the_headers_an_earlier_one_saw() -> None:
+    """The second parser of a template scans the delimiter regexes far less often than the first."""
+    template = {**TEMPLATES["gpt-oss-regex"], "defaults": {"role": "assistant", "memo": "later"}}  # a fresh memo
+    text = make_output("gpt-oss-regex", 8000, every=200, reasoning=200)
+    chunks = [text[i : i + 4] for i in range(0, len(text), 4)]
+    scans = []
+    for _ in range(2):
+        parser = chatparse.ResponseParser(template, "")
+        counted = 0
+        real = parser._scan_scanners
+
+        def counting(*args: Any, _real: Any = real) -> Any:
+            nonlocal counted
+            counted += 1
+            return _real(*args)
+
+        parser._scan_scanners = counting  # type: ignore[method-assign]
+        for chunk in chunks:
+            parser.feed(chunk)
+        scans.append(counted)
+    assert scans[1] * 4 < scans[0], scans
+
+
+def test_parsers_in_threads_share_the_memo() -> None:
+    """Two threads stream through parsers of one template at once: each result is a fresh scan's."""
+    template = {**TEMPLATES["qwen3.5-xml"], "defaults": {"role": "assistant", "memo": "threads"}}
+    streams = _dense_streams("qwen3.5-xml", random.Random(5)) * 3
+    expected = [_run(_Fresh, template, "", chunks) for chunks in streams]
+    with ThreadPoolExecutor(2) as pool:
+        got = list(pool.map(lambda chunks: _run(chatparse.ResponseParser, template, "", chunks), streams))
+    assert got == expected
 
 
 CASES: dict[str, list[dict[str, Any]]] = {}

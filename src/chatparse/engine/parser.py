@@ -139,20 +139,22 @@ class ResponseParser:
         self._in_prefix = False
         self._finalized = False
         self._watch = self._build_watchlists()
-        # Remembered scan answers (see ``_scan_delimiters``): per (state, context length, whether the
-        # context reaches the buffer start), text from the context on -> answer.
-        self._memo: dict[tuple[str | None, int, bool], dict[str, Any]] = {}
-        self._memo_size = 0
-        # Literal delimiters at the first position a delimiter can start, whatever follows them (see
-        # ``_head_decides``): per memo key, head text -> (kind, field, groups), and the head lengths.
-        self._heads: dict[tuple[str | None, int, bool], tuple[dict[str, Any], list[int]]] = {}
+        # Remembered scan answers (see ``_scan_delimiters``), shared by every parser of the template: an
+        # answer depends only on the template's delimiters, the state and the text (never on the limits,
+        # the tools or the stream), so a server's later streams find the headers its first one saw.
+        tables = self._template.engine_tables
+        shared = tables.get("memo")
+        if shared is None:
+            shared = tables.setdefault("memo", _ScanMemo())
+        self._shared: _ScanMemo = shared
+        self._memo = self._shared.tables
+        self._heads = self._shared.heads
         # Per watch list: the order scanners are asked in when a forming delimiter can end the scan: those
         # that most recently found one first, then literal ones (they answer cheaply).
         self._scan_orders = {id(watch): _literal_first(watch) for watch in self._watch.values()}
         self._memo_text = min(_MEMO_TEXT, self._hold_cap)  # longer: the hold-back cap may apply
         self._triggers = self._template.triggers
         # The quiet fast path (see ``feed``): armed with the open region's entry when nothing is held.
-        tables = self._template.engine_tables
         if "quiet" not in tables:
             tables["quiet"] = self._build_quiet_table()
             tables["floors"] = self._build_floor_table()
@@ -671,12 +673,10 @@ class ResponseParser:
                     return found, size
             best, hold = self._scan_scanners(eos, start)
             if hold >= start and (best is None or best[2].start >= start):  # (always, see _floor)
-                if self._memo_size >= _MEMO_SIZE:
-                    for old in self._memo.values():
-                        old.clear()
-                    self._heads.clear()
-                    self._memo_size = 0
-                self._memo_size += 1
+                shared = self._shared
+                if shared.size >= _MEMO_SIZE:
+                    shared.clear()
+                shared.size += 1
                 if best is None:
                     table[text] = _STILL_FORMING if hold == start else (None, hold - start)
                 else:
@@ -1105,6 +1105,30 @@ class ResponseParser:
         self._opened = False
         self._open_text = ""
         self._tracker = None
+
+
+class _ScanMemo:
+    """The remembered scan answers of one template (see ``_scan_delimiters``), shared by its parsers.
+    Per (state, context length, whether the context reaches the buffer start): text from the context on
+    -> answer. ``heads``: literal delimiters at the first position a delimiter can start, whatever follows
+    them (see ``_head_decides``): per the same key, head text -> (kind, field, groups), and the head
+    lengths. ``size`` counts the answers stored since the last ``clear`` (bounded by ``_MEMO_SIZE``).
+
+    Parsers in other threads may read and add at the same time: every answer stored is a correct one,
+    so all a race can do is lose an answer (it is computed again). ``clear`` empties the outer tables in
+    one step; a parser still holding an inner table keeps correct answers in it."""
+
+    __slots__ = ("heads", "size", "tables")
+
+    def __init__(self) -> None:
+        self.tables: dict[tuple[str | None, int, bool], dict[str, Any]] = {}
+        self.heads: dict[tuple[str | None, int, bool], tuple[dict[str, Any], list[int]]] = {}
+        self.size = 0
+
+    def clear(self) -> None:
+        self.tables.clear()
+        self.heads.clear()
+        self.size = 0
 
 
 class _Discard(list[Event]):

@@ -147,8 +147,8 @@ class ResponseParser:
         if shared is None:
             shared = tables.setdefault("memo", _ScanMemo())
         self._shared: _ScanMemo = shared
-        self._memo = self._shared.tables
-        self._heads = self._shared.heads
+        self._memo: dict[tuple[str | None, int, bool], dict[str, Any]] = self._shared.tables
+        self._heads: dict[tuple[str | None, int, bool], tuple[dict[str, Any], list[int]]] = self._shared.heads
         # Per watch list: the order scanners are asked in when a forming delimiter can end the scan: those
         # that most recently found one first, then literal ones (they answer cheaply).
         self._scan_orders = {id(watch): _literal_first(watch) for watch in self._watch.values()}

@@ -47,9 +47,7 @@ ON_MALFORMED = ("raise", "keep", "recover")
 _OPEN, _CLOSE, _END, _DROP, _NEXT = 0, 1, 2, 3, 4
 # Drop consumed text once this much of it (and at least half the buffer) is droppable: amortised O(1).
 _COMPACT_MIN = 1024
-# The fast path joins its skipped chunks after this many (keeping the template's context of them).
-_SKIP_COLLAPSE = 64
-# Scan answers remembered per parser (``_scan_delimiters``): for unresolved texts up to this long, at
+# Scan answers remembered per template (``_scan_delimiters``): for unresolved texts up to this long, at
 # most this many (the table starts again when full).
 _MEMO_TEXT = 256
 _MEMO_SIZE = 4096
@@ -130,7 +128,6 @@ class ResponseParser:
         # The open region's body syntax (``chatparse.structure``) and the buffer position it has read to.
         self._tracker: BodyTracker | None = None
         self._tracked_to = 0
-        self._track_pending: list[str] = []  # body text the fast path took, not yet read by the tracker
         self._ended = False  # the end of the turn was found: the rest of the text is trailing
         self._trailing: list[str] = []
         # Templates with chatparse's extensions never drop text silently: what no region takes (in a
@@ -168,13 +165,15 @@ class ResponseParser:
         # While forming: the remembered scan answers for the state, and where the text they key starts.
         self._forming_table: dict[str, Any] | None = None
         self._forming_start = 0
+        self._forming_limit = 0
         self._known: tuple[int, Any] | None = None  # (version, remembered scan answer at ``_pos``)
         self._uncredited = 0  # characters fed without a regex budget of their own (credited later)
-        self._skipped: list[str] = []  # text the fast path emitted without appending it to ``_buf``
-        # Characters the fast path took (their regex budget is credited later): those of ``_skipped``
-        # that were collapsed away, beside what ``_skipped`` holds (of which ``_skip_kept`` were counted).
-        self._fast_chars = 0
-        self._skip_kept = 0
+        # The fast path emits text to the region's ``_body`` without appending it to ``_buf``: the pieces
+        # from ``_skip_from`` on (-1: the fast path is not armed) are its, and ``_unskip`` accounts for them
+        # (regex budget, body syntax, lookbehind context). ``_skip_extra``: characters of those pieces
+        # that were held in ``_buf`` before (a lead run), so neither new nor to be credited again.
+        self._skip_from = -1
+        self._skip_extra = 0
         self._held_run = False  # what is held is a lead run the quiet check found (not a delimiter forming)
         self.initial_events: list[Event] = []
         if not isinstance(prefix, str):
@@ -231,37 +230,48 @@ class ResponseParser:
                     else:
                         out = buf[pos:] + text
                         self._pos = size
+                        self._skip_extra += size - pos
                     if self._tracker is not None:
-                        self._track_pending.append(out)
-                        self._tracked_to = size
+                        self._tracked_to = size  # (``_unskip`` feeds it the pieces)
                 elif runs:  # hold the chunk's trailing lead run, as the full scan would
                     k = len(text) - 1
                     while k and lead(text[k - 1]):
                         k -= 1
                     if not k or len(text) - k > self._hold_cap:
                         return self._feed_checked(text)
-                    out = text[:k] if pos == size else buf[pos:] + text[:k]
-                    self._pos = size
+                    if pos == size:
+                        out = text[:k]
+                    else:
+                        out = buf[pos:] + text[:k]
+                        self._pos = size
+                        self._skip_extra += size - pos
                     if self._tracker is not None:
-                        self._track_pending.append(out)
                         self._tracked_to = size
                     if self._template.context:
                         return self._hold_run_buffered(text, k, out, name, dirty)
                     self._append(text[k:])
                     self._held_run = True
-                    text = text[:k]
                 else:
                     return self._feed_checked(text)
-                self._body.append(out)
-                skipped = self._skipped  # (its characters' regex budget is credited by ``_unskip``)
-                skipped.append(text)
-                if len(skipped) >= _SKIP_COLLAPSE:
-                    self._collapse_skipped()
+                self._body.append(out)  # (``_unskip`` accounts for it)
                 if self._keep_events:
                     return [{"type": "region_chunk", "field": name, "text": out, "dirty": dirty}]
                 return []
         elif self._forming and type(text) is str and text:
-            try:  # ``_guarded_feed``, inline: a third of the feeds of a delimiter-dense stream come here
+            # A delimiter is forming at ``_pos``. When the scan answer for the unresolved text is
+            # remembered as "still forming there", nothing else can happen (see ``_scan_delimiters``):
+            # a third of the feeds of a delimiter-dense stream end here.
+            table = self._forming_table
+            if table is not None:
+                key = self._buf[self._forming_start :] + text
+                if len(key) <= self._forming_limit and table.get(key) is _STILL_FORMING:
+                    # Appended without ``_append``'s compaction: the text held stays short (at most
+                    # ``_memo_text``), and the next ``_append`` compacts what this one did not.
+                    self._buf += text
+                    self._version += 1
+                    self._uncredited += len(text)
+                    return []
+            try:  # ``_guarded_feed``, inline
                 return self._feed_forming(text)
             except ChatparseError:
                 raise
@@ -283,33 +293,25 @@ class ResponseParser:
         if ((single in text) if single is not None else (pattern.search(text) is not None)) \
                 or (lead is not None and lead(text[-1])):
             return self.feed(text)  # a trigger character or a trailing lead run: the same checks again
-        pos, buf = self._pos, self._buf
-        self._pos = len(buf)
-        out = text if pos == self._pos else buf[pos:] + text
-        # The bookkeeping of ``feed``'s fast path (kept inline there: it is the parser's own hot path).
+        pos, size = self._pos, len(self._buf)
+        if pos == size:
+            out = text
+        else:  # the bookkeeping of ``feed``'s fast path (kept inline there: it is the parser's own hot path)
+            out = self._buf[pos:] + text
+            self._pos = size
+            self._skip_extra += size - pos
         self._body.append(out)
-        self._skipped.append(text)
-        if len(self._skipped) >= _SKIP_COLLAPSE:
-            self._collapse_skipped()
         return out
 
     def _feed_forming(self, text: str) -> list[Event]:
-        """A feed while a delimiter is forming at ``_pos``: when the scan answer for the unresolved text
-        is remembered as "still forming there", nothing else can happen (see ``_scan_delimiters``)."""
+        """A feed while a delimiter is forming at ``_pos`` whose scan answer is not remembered as "still
+        forming" (``feed`` took that case)."""
         table = self._forming_table
         known = None
         if table is not None:
-            start = self._forming_start
-            key = self._buf[start:] + text
-            if len(key) - (self._pos - start) <= self._memo_text:
+            key = self._buf[self._forming_start :] + text
+            if len(key) <= self._forming_limit:
                 known = table.get(key)
-                if known is _STILL_FORMING:
-                    # Appended without ``_append``'s compaction: the text held stays short (at most
-                    # ``_memo_text``), and the next ``_append`` compacts what this one did not.
-                    self._buf += text
-                    self._version += 1
-                    self._uncredited += len(text)
-                    return []
         self._append(text)
         if known is not None:
             # The scan's answer is remembered (a delimiter completed): ``_scan_delimiters`` takes it as
@@ -325,11 +327,10 @@ class ResponseParser:
     def _hold_run_buffered(self, text: str, k: int, out: str, name: str, dirty: bool) -> list[Event]:
         """The fast path's trailing-run hold when lookbehinds may read the text before the run: that
         text goes into the buffer first (as consumed), then the run (as held)."""
-        self._skipped.append(text[:k])
+        self._body.append(out)
         self._unskip()
         self._append(text[k:])
         self._held_run = True
-        self._body.append(out)
         return [{"type": "region_chunk", "field": name, "text": out, "dirty": dirty}] if self._keep_events else []
 
     def _feed_checked(self, text: str) -> list[Event]:
@@ -380,8 +381,10 @@ class ResponseParser:
             if text:
                 self._trailing.append(text)
             return []
-        if self._skipped or self._fast_chars:
+        if self._skip_from >= 0:
             self._unskip()
+            self._skip_from = -1
+            self._quiet = None  # re-armed by ``_arm`` (not if this feed raises: then no text skips again)
         self._start_feed(len(text))
         events: list[Event] = [] if self._keep_events else _Discard()
         if text:
@@ -419,6 +422,7 @@ class ResponseParser:
             name = self._current
             self._quiet = self._quiet_table.get(None if name == self._implicit else name)
             self._forming = False
+            self._skip_from = len(self._body)  # (every caller accounted for what the fast path took)
         else:
             self._quiet = None
             # Text is held for a delimiter forming (or a lead run the full scan holds).
@@ -428,36 +432,30 @@ class ResponseParser:
             if self._forming and size - pos <= self._memo_text and pos > max(self._zw_block, self._zw_data):
                 state = self._current if self._current != self._implicit else None
                 self._forming_table = self._memo_for(state, pos)
-                self._forming_start = pos - min(pos, self._contexts[state])
+                self._forming_start = start = pos - min(pos, self._contexts[state])
+                self._forming_limit = self._memo_text + pos - start  # the longest key remembered
             else:
                 self._forming_table = None
 
-    def _collapse_skipped(self) -> None:
-        """Keep only the template's context of the skipped text (lookbehinds read no further)."""
-        context = self._template.context
-        text = "".join(self._skipped)
-        self._fast_chars += len(text) - self._skip_kept  # the kept text was counted by the last collapse
-        keep = text[-context:] if context else ""
-        self._skipped[:] = [keep] if keep else []
-        self._skip_kept = len(keep)
-
     def _unskip(self) -> None:
-        """Account for the text the fast path emitted: as if it had been appended and consumed. With no
-        lookbehind in the template nothing reads it again, so the buffer need not hold it."""
-        skipped = "".join(self._skipped)
-        self._budget.credit(self._fast_chars + len(skipped) - self._skip_kept)
-        self._fast_chars = self._skip_kept = 0
-        if self._track_pending:  # the body syntax reads the fast path's text in one go
-            assert self._tracker is not None
-            self._tracker.feed("".join(self._track_pending))
-            self._track_pending.clear()
+        """Account for the text the fast path emitted (the region's pieces from ``_skip_from`` on): as if
+        it had been appended and consumed. With no lookbehind in the template nothing reads it again, so
+        the buffer need not hold it. Each piece is accounted for once: linear in the text."""
+        body, mark = self._body, self._skip_from
+        if len(body) <= mark:
+            return
+        joined = "".join(body[mark:])
+        self._skip_from = len(body)
+        new = len(joined) - self._skip_extra  # the text fed (the rest was held, and credited, before)
+        self._skip_extra = 0
+        self._budget.credit(new)
+        if self._tracker is not None:  # the body syntax reads the fast path's text in one go
+            self._tracker.feed(joined)
         context = self._template.context
-        text = skipped[-context:] if context else ""  # lookbehinds read no further
-        self._skipped.clear()
         if context:  # nothing is held here (the fast path buffers before it holds a run)
-            self._append(text)
+            self._append(joined[-min(context, new) :] if new > 0 else "")  # lookbehinds read no further
             self._pos = len(self._buf)
-            if self._tracker is not None:  # the fast path fed the tracker this text already
+            if self._tracker is not None:  # the tracker read this text already
                 self._tracked_to = self._pos
 
     def _build_quiet_table(self) -> dict[str | None, _QuietEntry | None]:
@@ -519,8 +517,9 @@ class ResponseParser:
         self._quiet = None
         self._forming = False
         try:
-            if self._skipped or self._fast_chars:
+            if self._skip_from >= 0:
                 self._unskip()
+                self._skip_from = -1
         except Exception as exc:
             raise _fault(exc) from exc
         self._start_feed(len(self._buf) - self._pos)
@@ -822,6 +821,9 @@ class ResponseParser:
             if self._ended:
                 self._emit_trailing()
                 break
+            pos = self._pos
+            if pos == len(self._buf) and not eos and self._zw_block < pos and self._zw_data < pos:
+                break  # no text left: ``_scan`` would answer "nothing, nothing held" (after a delimiter)
             best, hold = self._scan(eos)
             if best is not None:
                 kind, field, hit = best

@@ -146,6 +146,7 @@ class ResponseParser:
         self._shared: _ScanMemo = shared
         self._memo: dict[tuple[str | None, int, bool], dict[str, Any]] = self._shared.tables
         self._heads: dict[tuple[str | None, int, bool], tuple[dict[str, Any], list[int]]] = self._shared.heads
+        self._deep_tables: dict[str | None, dict[str, Any]] = {}  # per state, the table ``_memo_for`` gives most
         # Per watch list: the order scanners are asked in when a forming delimiter can end the scan: those
         # that most recently found one first, then literal ones (they answer cheaply).
         self._scan_orders = {id(watch): _literal_first(watch) for watch in self._watch.values()}
@@ -222,6 +223,13 @@ class ResponseParser:
             # start a delimiter: it (and the held run) goes to the region, except a lead run at its end.
             single, pattern, lead, runs, name, dirty = quiet
             if not ((single in text) if single is not None else (pattern.search(text) is not None)):
+                if not self._held_run and (lead is None or not lead(text[-1])):
+                    # Nothing is held (armed so: ``_pos`` is the buffer's end), and the chunk goes whole.
+                    out = text
+                    self._body.append(out)  # (``_unskip`` accounts for it)
+                    if self._keep_events:
+                        return [{"type": "region_chunk", "field": name, "text": out, "dirty": dirty}]
+                    return []
                 pos, buf = self._pos, self._buf
                 size = len(buf)
                 if lead is None or not lead(text[-1]):
@@ -233,6 +241,7 @@ class ResponseParser:
                         self._skip_extra += size - pos
                     if self._tracker is not None:
                         self._tracked_to = size  # (``_unskip`` feeds it the pieces)
+                    self._held_run = False
                 elif runs:  # hold the chunk's trailing lead run, as the full scan would
                     k = len(text) - 1
                     while k and lead(text[k - 1]):
@@ -413,29 +422,30 @@ class ResponseParser:
     def _arm(self, held: bool = False) -> None:
         """Arm the fast path when a region is open and nothing is held (``held``: what is held is a lead
         run ``_quiet_hold`` found); else disarm it."""
-        size = len(self._buf)
+        size, pos = len(self._buf), self._pos
+        if self._finalized or self._ended or (self._decoder is not None and self._decoder.getstate()[0]):
+            self._quiet = None
+            self._forming = False
+            self._forming_table = None
+            return
+        name = self._current
         # Skipped text goes in at the buffer's end: a zero-width open that fired there stays blocked
         # only if the next text is appended there, so that case takes the full path.
-        if (self._opened and (held or self._pos == size) and size not in (self._zw_block, self._zw_data)
-                and not self._finalized
-                and not self._ended and (self._decoder is None or not self._decoder.getstate()[0])):
-            name = self._current
+        if self._opened and (held or pos == size) and size != self._zw_block and size != self._zw_data:
             self._quiet = self._quiet_table.get(None if name == self._implicit else name)
             self._forming = False
             self._skip_from = len(self._body)  # (every caller accounted for what the fast path took)
+            return
+        self._quiet = None
+        # Text is held for a delimiter forming (or a lead run the full scan holds).
+        self._forming = size > pos
+        if size > pos and size - pos <= self._memo_text and pos > self._zw_block and pos > self._zw_data:
+            state = None if name == self._implicit else name
+            self._forming_table = self._memo_for(state, pos)
+            self._forming_start = start = pos - min(pos, self._contexts[state])
+            self._forming_limit = self._memo_text + pos - start  # the longest key remembered
         else:
-            self._quiet = None
-            # Text is held for a delimiter forming (or a lead run the full scan holds).
-            self._forming = (size > self._pos and not self._finalized and not self._ended
-                             and (self._decoder is None or not self._decoder.getstate()[0]))
-            pos = self._pos
-            if self._forming and size - pos <= self._memo_text and pos > max(self._zw_block, self._zw_data):
-                state = self._current if self._current != self._implicit else None
-                self._forming_table = self._memo_for(state, pos)
-                self._forming_start = start = pos - min(pos, self._contexts[state])
-                self._forming_limit = self._memo_text + pos - start  # the longest key remembered
-            else:
-                self._forming_table = None
+            self._forming_table = None
 
     def _unskip(self) -> None:
         """Account for the text the fast path emitted (the region's pieces from ``_skip_from`` on): as if
@@ -657,7 +667,26 @@ class ResponseParser:
         if eos or size - pos > self._memo_text or self._zw_block >= pos or self._zw_data >= pos:
             return self._scan_scanners(eos)
         state = self._current if self._current != self._implicit else None
-        start = self._floor(state, buf, pos)
+        # The floor: where the first delimiter match (or one forming) can start, at the first trigger
+        # character or the lead run before it (``size`` when none can). Nothing before it matters to the
+        # scan but the template's context.
+        floor = self._floors.get(state)
+        if floor is None:
+            start = pos
+        else:
+            chars, few, lead = floor
+            if few is not None:  # one or two trigger characters: str.find is cheaper than a regex search
+                start = size
+                for char in few:
+                    at = buf.find(char, pos, start)
+                    if at >= 0:
+                        start = at
+            else:
+                m = chars.search(buf, pos)
+                start = size if m is None else m.start()
+            if lead is not None:
+                while start > pos and lead(buf[start - 1]):
+                    start -= 1
         if start == size:
             return None, size  # no delimiter can match or be forming in the text
         table = self._memo_for(state, start)
@@ -671,7 +700,7 @@ class ResponseParser:
                 if found is not None:
                     return found, size
             best, hold = self._scan_scanners(eos, start)
-            if hold >= start and (best is None or best[2].start >= start):  # (always, see _floor)
+            if hold >= start and (best is None or best[2].start >= start):  # (always: see the floor above)
                 shared = self._shared
                 if shared.size >= _MEMO_SIZE:
                     shared.clear()
@@ -727,40 +756,23 @@ class ResponseParser:
                 return False
         return True
 
-    def _floor(self, state: str | None, buf: str, pos: int) -> int:
-        """Where the first delimiter match (or one forming) can start: at the first trigger character,
-        or the lead run before it; ``len(buf)`` when none can. Nothing before it matters to the scan
-        but the template's context."""
-        floor = self._floors.get(state)
-        if floor is None:
-            return pos
-        chars, few, lead = floor
-        if few is not None:  # one or two trigger characters: str.find is cheaper than a regex search
-            start = len(buf)
-            for char in few:
-                at = buf.find(char, pos, start)
-                if at >= 0:
-                    start = at
-        else:
-            m = chars.search(buf, pos)
-            start = len(buf) if m is None else m.start()
-        if lead is not None:
-            while start > pos and lead(buf[start - 1]):
-                start -= 1
-        return start
-
     def _memo_for(self, state: str | None, start: int) -> dict[str, Any]:
         """The remembered scan answers for texts starting at ``start`` in ``state`` (keyed by the text
         from the template's context before ``start``)."""
-        context = min(start, self._contexts[state])
-        key = (state, context, context == start)
+        context = self._contexts[state]
+        if start > context:  # the whole context fits before ``start`` (the common case): one table a state
+            table = self._deep_tables.get(state)
+            if table is None:
+                table = self._deep_tables[state] = self._memo.setdefault((state, context, False), {})
+            return table
+        key = (state, start, True)
         table = self._memo.get(key)
         if table is None:
-            table = self._memo[key] = {}
+            table = self._memo.setdefault(key, {})
         return table
 
     def _build_floor_table(self) -> dict[str | None, _Floor | None]:
-        """Per state: the trigger pattern and the union of the lead-run tests (see ``_floor``)."""
+        """Per state: the trigger pattern and the union of the lead-run tests (the scan floor: see ``_scan_delimiters``)."""
         table: dict[str | None, _Floor | None] = {}
         for state, trigger in self._triggers.items():
             tests = [] if trigger is None else [d.info.lead for d in trigger.leads if d.info.lead is not None]
@@ -1117,8 +1129,8 @@ class _ScanMemo:
     lengths. ``size`` counts the answers stored since the last ``clear`` (bounded by ``_MEMO_SIZE``).
 
     Parsers in other threads may read and add at the same time: every answer stored is a correct one,
-    so all a race can do is lose an answer (it is computed again). ``clear`` empties the outer tables in
-    one step; a parser still holding an inner table keeps correct answers in it."""
+    so all a race can do is lose an answer (it is computed again). ``clear`` empties every table in place
+    (parsers keep the tables they hold, and these stay bounded)."""
 
     __slots__ = ("heads", "size", "tables")
 
@@ -1128,7 +1140,8 @@ class _ScanMemo:
         self.size = 0
 
     def clear(self) -> None:
-        self.tables.clear()
+        for table in list(self.tables.values()):
+            table.clear()
         self.heads.clear()
         self.size = 0
 

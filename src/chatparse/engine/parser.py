@@ -326,7 +326,10 @@ class ResponseParser:
             # The scan's answer is remembered (a delimiter completed): ``_scan_delimiters`` takes it as
             # is. The forming text starts at a scan floor, so the scan would look it up the same way.
             self._known = (self._version, known)
-        self._start_feed(len(text))
+        if self._uncredited:  # ``_start_feed``, inline
+            self._budget.credit(self._uncredited)
+            self._uncredited = 0
+        self._budget.start_feed(len(text))
         events: list[Event] = [] if self._keep_events else _Discard()
         self._process(events, eos=False)
         self._held_run = False
@@ -836,7 +839,8 @@ class ResponseParser:
             pos = self._pos
             if pos == len(self._buf) and not eos and self._zw_block < pos and self._zw_data < pos:
                 break  # no text left: ``_scan`` would answer "nothing, nothing held" (after a delimiter)
-            best, hold = self._scan(eos)
+            # (``_scan`` adds what the body syntax says: only a region with a tracker has one)
+            best, hold = self._scan(eos) if self._tracker is not None else self._scan_delimiters(eos)
             if best is not None:
                 kind, field, hit = best
                 if kind != _OPEN and self._guards_data(events, hit):

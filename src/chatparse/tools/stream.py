@@ -10,6 +10,7 @@ one string key's decoded text through ``on_string_progress``, never raises from
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +30,10 @@ CUT_REASONS = frozenset({"length", "max_tokens", "max_output_tokens", "content_f
 
 _WS = re.compile(r"[ \t\n\r]*")
 _STRING_STOP = re.compile(r'["\\]')
+# A run of a string's characters and complete one-letter escapes, read in one step (the common case);
+# ``scanstring`` (the standard library's C string reader, control characters allowed) decodes it.
+_STRING_RUN = re.compile(r'(?:[^"\\]++|\\["\\/bfnrt])*+')
+_decode_run: Callable[[str, int, bool], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
 _NUMBER_CHARS = re.compile(r"[0-9eE.+\-]*")
 _HEX4 = re.compile(r"[0-9a-fA-F]{4}\Z")
 _SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
@@ -415,6 +420,22 @@ class ArgumentStream(KeyedStream):
         self._state = _STRING
 
     def _string(self, chunk: str, i: int) -> int:
+        if self._high_surrogate:  # only a low surrogate's escape may follow
+            return self._string_after_surrogate(chunk, i)
+        end = _STRING_RUN.match(chunk, i).end()  # type: ignore[union-attr]  # (it matches the empty text)
+        if end > i:
+            piece = chunk[i:end]
+            self._parts.append(_decode_run(piece + '"', 0, False)[0] if "\\" in piece else piece)
+        if end == len(chunk):
+            return end
+        if chunk[end] == '"':
+            self._end_string(end)
+            return end + 1
+        self._escape_buf = ""  # a backslash: ``\u``, an invalid escape, or one the chunk cuts off
+        self._state = _ESCAPE
+        return end + 1
+
+    def _string_after_surrogate(self, chunk: str, i: int) -> int:
         stop = _STRING_STOP.search(chunk, i)
         end = stop.start() if stop is not None else len(chunk)
         if self._high_surrogate and (end != i or chunk[i] != "\\"):

@@ -29,6 +29,7 @@ END_REASONS = frozenset({"stop", "tool_calls", "function_call", "end_turn", "too
 CUT_REASONS = frozenset({"length", "max_tokens", "max_output_tokens", "content_filter"})
 
 _WS = re.compile(r"[ \t\n\r]*")
+_ws_run: Callable[[str, int], Any] = _WS.match  # ``_ws_run(chunk, i).end()``: past the whitespace at ``i``
 _STRING_STOP = re.compile(r'["\\]')
 # A run of a string's characters and complete one-letter escapes, read in one step (the common case);
 # ``scanstring`` (the standard library's C string reader, control characters allowed) decodes it.
@@ -277,7 +278,7 @@ class ArgumentStream(KeyedStream):
     # --- structural states ----------------------------------------------------------
 
     def _start(self, chunk: str, i: int) -> int:
-        i = _skip_ws(chunk, i)
+        i = _ws_run(chunk, i).end()
         if i == len(chunk):
             return i
         if chunk[i] != "{":
@@ -285,7 +286,7 @@ class ArgumentStream(KeyedStream):
         return self._open(i, self._arguments, _KEY_OR_END)
 
     def _value(self, chunk: str, i: int) -> int:
-        i = _skip_ws(chunk, i)
+        i = _ws_run(chunk, i).end()
         if i == len(chunk):
             return i
         char = chunk[i]
@@ -307,13 +308,13 @@ class ArgumentStream(KeyedStream):
         return self._fail("unexpected_character", f"expected a JSON value; found {char!r}", i)
 
     def _key_or_end(self, chunk: str, i: int) -> int:
-        i = _skip_ws(chunk, i)
+        i = _ws_run(chunk, i).end()
         if i < len(chunk) and chunk[i] == "}":
             return self._close(i)
         return self._key(chunk, i)
 
     def _key(self, chunk: str, i: int) -> int:
-        i = _skip_ws(chunk, i)
+        i = _ws_run(chunk, i).end()
         if i == len(chunk):
             return i
         if chunk[i] != '"':
@@ -322,7 +323,7 @@ class ArgumentStream(KeyedStream):
         return i + 1
 
     def _colon(self, chunk: str, i: int) -> int:
-        i = _skip_ws(chunk, i)
+        i = _ws_run(chunk, i).end()
         if i == len(chunk):
             return i
         if chunk[i] != ":":
@@ -331,7 +332,7 @@ class ArgumentStream(KeyedStream):
         return i + 1
 
     def _value_or_end(self, chunk: str, i: int) -> int:
-        i = _skip_ws(chunk, i)
+        i = _ws_run(chunk, i).end()
         if i == len(chunk):
             return i
         if chunk[i] == "]":
@@ -340,7 +341,7 @@ class ArgumentStream(KeyedStream):
         return i
 
     def _after_value(self, chunk: str, i: int) -> int:
-        i = _skip_ws(chunk, i)
+        i = _ws_run(chunk, i).end()
         if i == len(chunk):
             return i
         char, in_object = chunk[i], isinstance(self._containers[-1], dict)
@@ -354,7 +355,7 @@ class ArgumentStream(KeyedStream):
         return self._fail("unexpected_character", f"expected ',' or {closer}; found {char!r}", i)
 
     def _done(self, chunk: str, i: int) -> int:
-        i = _skip_ws(chunk, i)
+        i = _ws_run(chunk, i).end()
         if i < len(chunk):
             return self._fail("trailing_text", f"expected nothing after the arguments object; found {chunk[i]!r}", i)
         return i
@@ -561,10 +562,6 @@ class ArgumentStream(KeyedStream):
     def _partial_text(self) -> str | None:
         in_value_string = self._state in (_STRING, _ESCAPE) and not self._is_key
         return "".join(self._parts) if in_value_string and len(self._containers) == 1 else None
-
-
-def _skip_ws(chunk: str, i: int) -> int:
-    return _WS.match(chunk, i).end()  # type: ignore[union-attr]
 
 
 __all__ = ["CUT_REASONS", "END_REASONS", "ArgumentStream", "ArgumentStreamResult", "KeyedStream"]

@@ -417,3 +417,79 @@ def test_any_nested_object_in_any_chunks(value: dict[str, Any], ensure_ascii: bo
     result, events = run_nested(chunks)
     assert result.ok
     assert [(k, v) for kind, k, v in events if kind == "nested"] == list(json.loads(text)["arguments"].items())
+
+
+# --- container values read whole (a token per regex step, then the C decoder) ------------------------
+
+
+class _CharWise(ArgumentStream):
+    """Never reads a value whole: the character-wise scanner the whole-value path must equal."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._replaying = True
+
+
+def _observe(cls: type[ArgumentStream], chunks: list[str], reason: str | None, **options: Any) -> Any:
+    events: list[Any] = []
+    stream = cls(on_key_completed=lambda k, v: events.append(("key", k, v)),
+                 on_string_progress=lambda k, t: events.append(("text", k, t)), stream_key="content",
+                 on_nested_key_completed=lambda k, v: events.append(("nested", k, v)), **options)
+    for chunk in chunks:
+        stream.feed(chunk)
+        events.append("|")  # callbacks must fire in the same feed, not just in the same order
+    result = stream.finish(reason)
+    error = result.error
+    verdict = (result.status, result.arguments, result.completed_keys, result.partial_key, result.partial_text,
+               None if error is None else (error.code, getattr(error, "offset", None), str(error)))
+    return json.dumps([events, verdict], default=repr)
+
+
+WHOLE_CASES = [
+    '{"a": [1, {"b": [true, null, "x\\"]y"]}], "content": "t", "c": {"d": {}}}',
+    '{"a": {"k": 1, "k": 2}}',  # a repeated key inside a value read whole
+    '{"a": [1, 2,]}', '{"a": [NaN]}', '{"a": [01]}', '{"a": [1e999]}', '{"a": {"b" 1}}', '{"a": [1] ]}',
+    '{"a": ["\\ud83d\\ude00", "\\u00e9"]}', '{"a": ["\\ud83d x"]}', '{"a": ["\\udc00"]}', '{"a": ["\\q"]}',
+    '{"a": ["raw\tcontrol\nchars", "\\\\", "\\\\u"]}', '{"a": [[[[[[1]]]]]]}', '{"a": [{"}": "]"}, "{["]}',
+    '{"arguments": {"k0": ["v", 0, {"x": null}], "k1": [1, {"y": [2]}]}, "name": "f"}',
+    '{"name": "f", "arguments": {"k": {"k": 1, "k": 2}}}', '{"a": [1, 2', '{"a": {"b": "unterminated',
+]
+
+
+@pytest.mark.parametrize("text", WHOLE_CASES)
+@pytest.mark.parametrize("reason", ["stop", "length"])
+def test_values_read_whole_equal_the_character_wise_scanner(text: str, reason: str) -> None:
+    """Every split in two and three pieces, every cut (finish at any length), a nested key watched or not,
+    a depth limit the value reaches: the same callbacks in the same feeds and the same result."""
+    for options in ({}, {"nested_key": "arguments"}, {"max_depth": 4}):
+        for cut in range(len(text) + 1):
+            head = text[:cut]
+            for chunks in ([head], [head[:cut // 2], head[cut // 2 :]], [text[:cut], text[cut:]],
+                           [head[i : i + 3] for i in range(0, len(head), 3)]):
+                assert _observe(ArgumentStream, chunks, reason, **options) == \
+                    _observe(_CharWise, chunks, reason, **options), (chunks, options)
+
+
+@given(value=json_objects, ensure_ascii=st.booleans(), data=st.data())
+def test_values_read_whole_equal_the_character_wise_scanner_on_any_json(value: dict[str, Any], ensure_ascii: bool,
+                                                                          data: Any) -> None:
+    text = json.dumps({"name": "f", "arguments": value, "extra": value}, ensure_ascii=ensure_ascii)
+    cut = data.draw(st.integers(0, len(text)))
+    size = data.draw(st.integers(1, 9))
+    chunks = [text[i : i + size] for i in range(0, len(text), size)]
+    for pieces, reason in ((chunks, "stop"), ([text[:cut]], "length")):
+        for options in ({}, {"nested_key": "arguments"}):
+            assert _observe(ArgumentStream, pieces, reason, **options) == _observe(_CharWise, pieces, reason, **options)
+
+
+@pytest.mark.parametrize(("text", "offset"), [
+    ('{"a": 01}', 6), ('{"a": -}', 6), ('{"a": trux}', 6), ('{"a": "\\udc00"}', 8), ('{"a": "\\u12G4"}', 8),
+    ('{"a": "\\ud83dx"}', 13),
+])
+def test_an_error_offset_does_not_depend_on_the_chunking(text: str, offset: int) -> None:
+    """A number, literal or ``\\u`` escape split across chunks is reported where it starts (the 'u' of an
+    escape), not where its last piece starts."""
+    for cut in range(len(text) + 1):
+        result, _, _ = run([text[:cut], text[cut:]])
+        assert result.error is not None
+        assert getattr(result.error, "offset", None) == offset, cut

@@ -42,7 +42,38 @@ _LITERALS: dict[str, tuple[str, Any]] = {"t": ("true", True), "f": ("false", Fal
 
 # Scanner states. Each names what the next significant character may be.
 (_START, _VALUE, _KEY_OR_END, _KEY, _COLON, _VALUE_OR_END, _AFTER_VALUE,
- _STRING, _ESCAPE, _NUMBER, _LITERAL, _DONE, _FAILED) = range(13)
+ _STRING, _ESCAPE, _NUMBER, _LITERAL, _DONE, _FAILED, _WHOLE) = range(14)
+
+# A container value nobody watches inside (see ``ArgumentStream._whole``) is read a token at a time: a
+# bracket, or a whole string up to its closing quote, the end of the text, or a backslash ending the text.
+_WHOLE_TOKEN = re.compile(r'[{}\[\]]|"(?:[^"\\]++|\\.)*+(?:"|\\?)', re.DOTALL)
+_STRING_REST = re.compile(r'(?:[^"\\]++|\\.)*+', re.DOTALL)
+
+
+class _Doubt(Exception):
+    """The whole-value reader leaves this value to the character-wise scanner (its exact verdict)."""
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        raise _Doubt  # a repeated key
+    return value
+
+
+def _number(text: str) -> int | float:
+    number = read_json_number(text)
+    if number is None:
+        raise _Doubt
+    return number
+
+
+def _constant(text: str) -> Any:
+    raise _Doubt  # NaN, Infinity: not JSON
+
+
+_WHOLE_DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_float=_number, parse_int=_number,
+                                  parse_constant=_constant, strict=False)
 
 
 @dataclass(frozen=True)
@@ -244,11 +275,20 @@ class ArgumentStream(KeyedStream):
         self._init_string_state()
         self._token: list[str] = []
         self._literal = ""
+        self._token_start = 0  # the offset where the number or literal being read starts
         self._handlers: list[Callable[[str, int], int]] = [
             self._start, self._value, self._key_or_end, self._key, self._colon, self._value_or_end,
             self._after_value, self._string, self._escape, self._number, self._literal_char,
-            self._done, self._failed,
+            self._done, self._failed, self._whole,
         ]
+        # The container value read whole (``_whole``): its text so far, bracket depth, deepest depth,
+        # whether a string is open (and ends with a backslash), whether a ``\u`` escape occurred, and
+        # the offset where it starts; ``_replaying``: the character-wise scanner is re-reading one.
+        self._whole_parts: list[str] = []
+        self._whole_depth = self._whole_max = 0
+        self._whole_string = self._whole_escape = self._whole_unicode = False
+        self._whole_offset = 0
+        self._replaying = False
 
     def _init_string_state(self) -> None:
         self._parts: list[str] = []
@@ -293,16 +333,29 @@ class ArgumentStream(KeyedStream):
         if char == '"':
             self._begin_string(is_key=False)
             return i + 1
-        if char == "{":
-            return self._open(i, {}, _KEY_OR_END)
-        if char == "[":
+        if char == "{" or char == "[":
+            containers = self._containers
+            if not self._replaying and (len(containers) > 1 or not (
+                    self._watch_nested and self._keys[0] in self._nested_keys)):
+                # Nobody watches inside this value: read it whole (a token per regex step, then the C
+                # decoder) instead of a handler per character.
+                self._whole_parts.clear()
+                self._whole_depth = self._whole_max = 0
+                self._whole_string = self._whole_escape = self._whole_unicode = False
+                self._whole_offset = self._chunk_start + i
+                self._state = _WHOLE
+                return i
+            if char == "{":
+                return self._open(i, {}, _KEY_OR_END)
             return self._open(i, [], _VALUE_OR_END)
         if char == "-" or "0" <= char <= "9":
             self._token = []
+            self._token_start = self._chunk_start + i  # errors point at the token's start, in any chunking
             self._state = _NUMBER
             return i
         if char in _LITERALS:
             self._literal = ""
+            self._token_start = self._chunk_start + i
             self._state = _LITERAL
             return i
         return self._fail("unexpected_character", f"expected a JSON value; found {char!r}", i)
@@ -353,6 +406,98 @@ class ArgumentStream(KeyedStream):
             return self._close(i)
         closer = "'}'" if in_object else "']'"
         return self._fail("unexpected_character", f"expected ',' or {closer}; found {char!r}", i)
+
+    def _whole(self, chunk: str, i: int) -> int:
+        """A container value read whole: brackets counted outside strings until the value closes, then
+        decoded by the standard library's C reader with this scanner's rules (no repeated keys, its number
+        reading). Anything it doubts, a ``\\u`` escape, nesting past ``max_depth`` or the end of the
+        arguments inside the value, is re-read character-wise from the value's start: the same result,
+        callbacks and errors as without this path."""
+        begin, end = i, len(chunk)
+        if self._whole_string:  # inside a string the previous text left open
+            if self._whole_escape:  # its first character is escaped
+                self._whole_escape = False
+                self._whole_unicode = self._whole_unicode or chunk[i] == "u"
+                i += 1
+            i = _STRING_REST.match(chunk, i).end()  # type: ignore[union-attr]  # (it matches the empty text)
+            if i == end:
+                self._whole_unicode = self._whole_unicode or "\\u" in chunk[begin:]
+                self._whole_parts.append(chunk[begin:])
+                return end
+            if chunk[i] == "\\":  # a backslash ending the text: its character comes next
+                self._whole_escape = True
+                self._whole_unicode = self._whole_unicode or "\\u" in chunk[begin:]
+                self._whole_parts.append(chunk[begin:])
+                return end
+            self._whole_string = False
+            i += 1
+        depth = self._whole_depth
+        for match in _WHOLE_TOKEN.finditer(chunk, i):
+            token = match.group()
+            if token[0] == '"':
+                if match.end() == end and (len(token) == 1 or token[-1] != '"' or _STRING_REST.match(
+                        token, 1).end() == len(token)):  # type: ignore[union-attr]
+                    self._whole_string = True  # open at the end of the text
+                    self._whole_escape = token[-1] == "\\" and _STRING_REST.match(
+                        token, 1).end() == len(token) - 1  # type: ignore[union-attr]
+            elif token == "{" or token == "[":
+                depth += 1
+                if depth > self._whole_max:
+                    self._whole_max = depth
+            else:
+                depth -= 1
+                if depth == 0:  # the value closed
+                    stop = match.end()
+                    self._whole_parts.append(chunk[begin:stop])
+                    self._whole_unicode = self._whole_unicode or "\\u" in chunk[begin:stop]
+                    return self._whole_done(stop)
+        self._whole_depth = depth
+        self._whole_unicode = self._whole_unicode or "\\u" in chunk[begin:]
+        self._whole_parts.append(chunk[begin:])
+        return end
+
+    def _whole_done(self, stop: int) -> int:
+        text = "".join(self._whole_parts)
+        self._whole_parts.clear()
+        if not self._whole_unicode and len(self._containers) + self._whole_max <= self.max_depth:
+            try:
+                value = _WHOLE_DECODER.decode(text)
+            except (_Doubt, ValueError, RecursionError):
+                pass
+            else:
+                if len(self._containers) <= 1:
+                    self._commit_pending()  # as ``_close`` does for a value of the arguments object
+                self._complete_value(value)
+                return stop
+        self._replay_whole(text)
+        return stop
+
+    def _replay_whole(self, text: str) -> None:
+        """Read ``text`` (a container value's text from its first bracket) character-wise, as if the
+        whole-value path had never taken it: errors keep their offsets."""
+        chunk_start = self._chunk_start
+        self._chunk_start = self._whole_offset
+        self._state = _VALUE
+        self._replaying = True
+        try:
+            position, end, handlers = 0, len(text), self._handlers
+            while position < end:
+                position = handlers[self._state](text, position)
+        finally:
+            self._replaying = False
+            self._chunk_start = chunk_start
+
+    def finish(self, finish_reason: str | None = "stop") -> ArgumentStreamResult:
+        """End the stream (see ``KeyedStream.finish``). A container value still being read whole is
+        re-read character-wise first, so what arrived of it counts as it would without that path."""
+        if self._result is None and self._state == _WHOLE:
+            text = "".join(self._whole_parts)
+            self._whole_parts.clear()
+            try:
+                self._replay_whole(text)
+            except Exception as problem:  # a scanner bug must still not escape finish
+                self._fail("internal_error", f"scanner failure: {problem!r}", 0)
+        return super().finish(finish_reason)
 
     def _done(self, chunk: str, i: int) -> int:
         i = _ws_run(chunk, i).end()
@@ -457,6 +602,7 @@ class ArgumentStream(KeyedStream):
             char = chunk[i]
             if char == "u":
                 self._escape_buf = "u"
+                self._token_start = self._chunk_start + i  # errors point at the 'u', in any chunking
                 return i + 1
             if char not in _SIMPLE_ESCAPES:
                 return self._fail("invalid_escape", f"expected a JSON escape; found '\\{char}'", i)
@@ -474,12 +620,14 @@ class ArgumentStream(KeyedStream):
 
     def _decode_unicode_escape(self, digits: str, i: int) -> None:
         if not _HEX4.match(digits):
-            self._fail("invalid_escape", f"expected four hex digits after '\\u'; found {digits!r}", i)
+            self._fail("invalid_escape", f"expected four hex digits after '\\u'; found {digits!r}", i,
+                       at=self._token_start)
             return
         code = int(digits, 16)
         if self._high_surrogate:
             if not 0xDC00 <= code <= 0xDFFF:
-                self._fail("invalid_unicode", "expected a low surrogate escape after a high surrogate", i)
+                self._fail("invalid_unicode", "expected a low surrogate escape after a high surrogate", i,
+                           at=self._token_start)
                 return
             code = 0x10000 + ((self._high_surrogate - 0xD800) << 10) + (code - 0xDC00)
             self._high_surrogate = 0
@@ -487,7 +635,7 @@ class ArgumentStream(KeyedStream):
             self._high_surrogate = code  # held back until its low half arrives
             return
         elif 0xDC00 <= code <= 0xDFFF:
-            self._fail("invalid_unicode", f"found a lone low surrogate '\\u{digits}'", i)
+            self._fail("invalid_unicode", f"found a lone low surrogate '\\u{digits}'", i, at=self._token_start)
             return
         self._parts.append(chr(code))
 
@@ -523,7 +671,8 @@ class ArgumentStream(KeyedStream):
         text = "".join(self._token)
         number = read_json_number(text)
         if number is None:
-            return self._fail("invalid_number", f"expected a finite JSON number; found {text!r}", i)
+            return self._fail("invalid_number", f"expected a finite JSON number; found {text!r}", i,
+                              at=self._token_start)
         self._complete_value(number)
         return end
 
@@ -532,15 +681,17 @@ class ArgumentStream(KeyedStream):
         taken = chunk[i : i + len(word) - len(self._literal)]
         self._literal += taken
         if not word.startswith(self._literal):
-            return self._fail("unexpected_character", f"expected {word!r}; found {self._literal!r}", i)
+            return self._fail("unexpected_character", f"expected {word!r}; found {self._literal!r}", i,
+                              at=self._token_start)
         if self._literal == word:
             self._complete_value(value)
         return i + len(taken)
 
     # --- failure and the end ----------------------------------------------------------
 
-    def _fail(self, code: str, message: str, i: int) -> int:
-        offset = self._chunk_start + i
+    def _fail(self, code: str, message: str, i: int, *, at: int | None = None) -> int:
+        """Fail at ``i`` of the chunk (``at``: at that offset of the whole text instead)."""
+        offset = self._chunk_start + i if at is None else at
         self._set_error(ArgumentStreamError(
             f"Invalid arguments JSON at offset {offset}: {message}.", code=code, key=self._partial_key, offset=offset
         ))

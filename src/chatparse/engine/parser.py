@@ -661,12 +661,7 @@ class ResponseParser:
         if handed is not None:
             self._known = None
             if handed[0] == self._version and not eos:  # see ``_feed_forming``
-                start, known = pos, handed[1]
-                rel, held = known
-                if rel is None:
-                    return None, start + held
-                kind, field, first, end, groups = rel
-                return (kind, field, Hit(start + first, start + end, groups, False)), start + held
+                return _remembered(pos, handed[1])
         if eos or size - pos > self._memo_text or self._zw_block >= pos or self._zw_data >= pos:
             return self._scan_scanners(eos)
         state = self._current if self._current != self._implicit else None
@@ -720,11 +715,7 @@ class ResponseParser:
                         if hit.end - start not in lengths:
                             lengths.append(hit.end - start)
             return best, hold
-        rel, held = known
-        if rel is None:
-            return None, start + held
-        kind, field, first, end, groups = rel
-        return (kind, field, Hit(start + first, start + end, groups, False)), start + held
+        return _remembered(start, known)
 
     @staticmethod
     def _head_answer(heads: tuple[dict[str, Any], list[int]], buf: str, start: int,
@@ -1123,6 +1114,15 @@ class ResponseParser:
         self._opened = False
         self._open_text = ""
         self._tracker = None
+
+
+def _remembered(start: int, known: Any) -> tuple[tuple[int, CompiledField | None, Hit] | None, int]:
+    """A remembered scan answer (positions relative to where its text starts) placed at ``start``."""
+    rel, held = known
+    if rel is None:
+        return None, start + held
+    kind, field, first, end, groups = rel
+    return (kind, field, Hit(start + first, start + end, groups, False)), start + held
 
 
 class _ScanMemo:

@@ -282,11 +282,11 @@ class ArgumentStream(KeyedStream):
             self._done, self._failed, self._whole,
         ]
         # The container value read whole (``_whole``): its text so far, bracket depth, deepest depth,
-        # whether a string is open (and ends with a backslash), whether a ``\u`` escape occurred, and
-        # the offset where it starts; ``_replaying``: the character-wise scanner is re-reading one.
+        # whether a string is open (and ends with a backslash), and the offset where it starts;
+        # ``_replaying``: the character-wise scanner is re-reading one.
         self._whole_parts: list[str] = []
         self._whole_depth = self._whole_max = 0
-        self._whole_string = self._whole_escape = self._whole_unicode = False
+        self._whole_string = self._whole_escape = False
         self._whole_offset = 0
         self._replaying = False
 
@@ -341,7 +341,7 @@ class ArgumentStream(KeyedStream):
                 # decoder) instead of a handler per character.
                 self._whole_parts.clear()
                 self._whole_depth = self._whole_max = 0
-                self._whole_string = self._whole_escape = self._whole_unicode = False
+                self._whole_string = self._whole_escape = False
                 self._whole_offset = self._chunk_start + i
                 self._state = _WHOLE
                 return i
@@ -417,16 +417,13 @@ class ArgumentStream(KeyedStream):
         if self._whole_string:  # inside a string the previous text left open
             if self._whole_escape:  # its first character is escaped
                 self._whole_escape = False
-                self._whole_unicode = self._whole_unicode or chunk[i] == "u"
                 i += 1
             i = _STRING_REST.match(chunk, i).end()  # type: ignore[union-attr]  # (it matches the empty text)
             if i == end:
-                self._whole_unicode = self._whole_unicode or "\\u" in chunk[begin:]
                 self._whole_parts.append(chunk[begin:])
                 return end
             if chunk[i] == "\\":  # a backslash ending the text: its character comes next
                 self._whole_escape = True
-                self._whole_unicode = self._whole_unicode or "\\u" in chunk[begin:]
                 self._whole_parts.append(chunk[begin:])
                 return end
             self._whole_string = False
@@ -449,17 +446,17 @@ class ArgumentStream(KeyedStream):
                 if depth == 0:  # the value closed
                     stop = match.end()
                     self._whole_parts.append(chunk[begin:stop])
-                    self._whole_unicode = self._whole_unicode or "\\u" in chunk[begin:stop]
                     return self._whole_done(stop)
         self._whole_depth = depth
-        self._whole_unicode = self._whole_unicode or "\\u" in chunk[begin:]
         self._whole_parts.append(chunk[begin:])
         return end
 
     def _whole_done(self, stop: int) -> int:
         text = "".join(self._whole_parts)
         self._whole_parts.clear()
-        if not self._whole_unicode and len(self._containers) + self._whole_max <= self.max_depth:
+        # (a ``\\u`` escape split across chunks is whole in ``text``; an escaped backslash before a 'u'
+        # is taken for one too, which only costs the character-wise re-read)
+        if "\\u" not in text and len(self._containers) + self._whole_max <= self.max_depth:
             try:
                 value = _WHOLE_DECODER.decode(text)
             except (_Doubt, ValueError, RecursionError):

@@ -294,10 +294,12 @@ class ChatCompletionStream:
         # which the parser hands back as text without building its event; then ``_text_chunk`` in a
         # started region and one chunk as ``_chunk`` builds it.
         taken = self.parser.feed_text(text, state.name)
-        if not isinstance(taken, str):  # events: the chunk was not plain text of that region alone
+        if type(taken) is not str:  # events: the chunk was not plain text of that region alone
             if len(taken) != 1 or taken[0]["type"] != "region_chunk" or taken[0]["field"] != state.name:
                 return self._feed_events(taken)
             taken = taken[0]["text"]
+            if not taken:
+                return []
         held = state.held
         combined = held + taken if held else taken
         kept = combined.rstrip()

@@ -296,19 +296,21 @@ class ResponseParser:
         changes exactly as ``feed(text)`` changes it, and the text is fed once. The returned text's
         ``dirty`` is ``not template.fields[field].parser.streamable``, as in that event."""
         quiet = self._quiet
-        if quiet is None or quiet[4] != field or self._tracker is not None or type(text) is not str or not text:
+        if quiet is None or type(text) is not str or not text:
             return self.feed(text)
-        single, pattern, lead = quiet[0], quiet[1], quiet[2]
-        if ((single in text) if single is not None else (pattern.search(text) is not None)) \
+        single, pattern, lead, _, name, _ = quiet
+        if name != field or self._tracker is not None \
+                or ((single in text) if single is not None else (pattern.search(text) is not None)) \
                 or (lead is not None and lead(text[-1])):
             return self.feed(text)  # a trigger character or a trailing lead run: the same checks again
-        pos, size = self._pos, len(self._buf)
-        if pos == size:
-            out = text
-        else:  # the bookkeeping of ``feed``'s fast path (kept inline there: it is the parser's own hot path)
+        if self._held_run:  # the bookkeeping of ``feed``'s fast path (inline there: the parser's hot path)
+            pos, size = self._pos, len(self._buf)
             out = self._buf[pos:] + text
             self._pos = size
             self._skip_extra += size - pos
+            self._held_run = False
+        else:  # nothing held: ``_pos`` is the buffer's end
+            out = text
         self._body.append(out)
         return out
 

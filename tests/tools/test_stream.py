@@ -453,6 +453,7 @@ WHOLE_CASES = [
     '{"a": ["raw\tcontrol\nchars", "\\\\", "\\\\u"]}', '{"a": [[[[[[1]]]]]]}', '{"a": [{"}": "]"}, "{["]}',
     '{"arguments": {"k0": ["v", 0, {"x": null}], "k1": [1, {"y": [2]}]}, "name": "f"}',
     '{"name": "f", "arguments": {"k": {"k": 1, "k": 2}}}', '{"a": [1, 2', '{"a": {"b": "unterminated',
+    '{"a": [-0, -0.0, 1.5e3, 1E+2, 0.1e-2, -12345678901234567890123, 2e308, -1e-400]}',
 ]
 
 
@@ -480,6 +481,14 @@ def test_values_read_whole_equal_the_character_wise_scanner_on_any_json(value: d
     for pieces, reason in ((chunks, "stop"), ([text[:cut]], "length")):
         for options in ({}, {"nested_key": "arguments"}):
             assert _observe(ArgumentStream, pieces, reason, **options) == _observe(_CharWise, pieces, reason, **options)
+
+
+@pytest.mark.parametrize("digits", [4300, 4301, 9000])
+def test_a_long_integer_read_whole_equals_the_character_wise_scanner(digits: int) -> None:
+    """Past Python's digit limit the C reader raises and the value is re-read: the same verdict."""
+    text = '{"a": [1, ' + "9" * digits + "]}"
+    for chunks in ([text], [text[i : i + 64] for i in range(0, len(text), 64)]):
+        assert _observe(ArgumentStream, chunks, "stop") == _observe(_CharWise, chunks, "stop")
 
 
 @pytest.mark.parametrize(("text", "offset"), [

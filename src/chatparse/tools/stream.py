@@ -61,9 +61,12 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return value
 
 
-def _number(text: str) -> int | float:
-    number = read_json_number(text)
-    if number is None:
+def _float(text: str) -> float:
+    """A number with a fraction or exponent. The C reader passes only JSON's number grammar here (and reads
+    integers itself: one past Python's digit limit raises ``ValueError``, a doubt); what it leaves is the
+    character-wise scanner's check that the number is finite (``read_json_number``)."""
+    number = float(text)
+    if number - number != 0:  # inf (nan cannot come from this grammar)
         raise _Doubt
     return number
 
@@ -72,7 +75,7 @@ def _constant(text: str) -> Any:
     raise _Doubt  # NaN, Infinity: not JSON
 
 
-_WHOLE_DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_float=_number, parse_int=_number,
+_WHOLE_DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_float=_float,
                                   parse_constant=_constant, strict=False)
 
 

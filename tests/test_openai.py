@@ -546,6 +546,31 @@ def test_arguments_json_cannot_hold_are_named(value: Any, reason: str) -> None:
     assert reason in str(caught.value) and isinstance(caught.value, TypeError)
 
 
+def test_arguments_text_is_json_dumps_text_and_errors() -> None:
+    """The wire encoder (built once) writes what ``json.dumps(..., ensure_ascii=False)`` writes, and fails
+    where it fails with the same error: a cycle, a set, a key JSON cannot hold, an integer past the limit."""
+    from chatparse.openai import _encode
+
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    deep: Any = []
+    for _ in range(5000):
+        deep = [deep]
+    values = ["é\u2028\"x\ud800", 1, -0.0, 1e300, float("inf"), float("nan"), True, None, 10**50,
+              [1, {"a": [True, None, 1.5, "\n"]}], {1: 2, None: 3, 1.5: "x", False: 1},
+              cycle, {"a": cycle}, {1, 2}, b"x", {(1,): 2}, 10**5000, deep]
+    for value in values:
+        try:
+            expected: Any = json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError) as error:
+            expected = (type(error), str(error))
+        try:
+            found: Any = _encode(value)
+        except (TypeError, ValueError, RecursionError) as error:
+            found = (type(error), str(error))
+        assert found == expected
+
+
 @pytest.mark.parametrize("how", ["whole", "1", "7"])
 def test_non_finite_numbers_a_parse_holds_go_out_as_python_writes_them(how: str) -> None:
     """Found by the hostile-input fuzzing: typing an object parameter reads it with json.loads, which takes

@@ -23,7 +23,25 @@ Chunk = dict[str, Any]
 # A chunk's one choice, copied per chunk (a copy costs less than a dict display).
 _CHOICE: dict[str, Any] = {"index": 0, "delta": None, "finish_reason": None, "logprobs": None}
 # ``json.dumps(value, ensure_ascii=False)`` builds this encoder on every call; one is enough.
-_encode = json.JSONEncoder(ensure_ascii=False).encode
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+_encode_string: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+# ``_ENCODER.encode`` builds the C encoder on every call; this one is built once (no cycle check: a cycle
+# overflows the stack, and ``_encode`` asks the standard path which error it is). None without the C module.
+_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+_encode_c = None if _make_encoder is None else _make_encoder(
+    None, _ENCODER.default, _encode_string, None, ": ", ", ", False, False, True)
+
+
+def _encode(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False)``: the same text, the same errors."""
+    if type(value) is str:
+        return _encode_string(value)
+    if _encode_c is not None:
+        try:
+            return "".join(_encode_c(value, 0))
+        except RecursionError:
+            pass  # a cycle, or nesting too deep: the standard encoder raises the error that says which
+    return _ENCODER.encode(value)
 
 REASONING_FIELDS = ("thinking", "reasoning_content", "reasoning")
 CONTENT_FIELD = "content"
@@ -289,12 +307,19 @@ class ChatCompletionStream:
         """Add generated text; returns the chunks it completes."""
         state = self._fast
         if state is None:
-            return self._feed_events(self.parser.feed(text))
+            events = self.parser.feed(text)
+            call = self._call
+            if call is not None and len(events) == 1 and call.scanner is not None and not self._initial:
+                event = events[0]
+                if event["type"] == "region_chunk" and event["field"] == TOOLS_FIELD:
+                    self._scan(call, event["text"])  # the common feed inside a call (``_feed_events``'s)
+                    return self._take() if self._pending_chunks else []
+            return self._feed_events(events)
         # The common feed, inline (calls would be half its cost): plain text of the region streaming now,
         # which the parser hands back as text without building its event; then ``_text_chunk`` in a
         # started region and one chunk as ``_chunk`` builds it.
         taken = self.parser.feed_text(text, state.name)
-        if type(taken) is not str:  # events: the chunk was not plain text of that region alone
+        if not isinstance(taken, str):  # events: the chunk was not plain text of that region alone
             if len(taken) != 1 or taken[0]["type"] != "region_chunk" or taken[0]["field"] != state.name:
                 return self._feed_events(taken)
             taken = taken[0]["text"]
@@ -519,10 +544,10 @@ class ChatCompletionStream:
 
     def _scan(self, call: _CallState, text: str) -> None:
         """Feed the call's scanner. Its callbacks fire only at a character that ends a key: the ``,`` or
-        ``}`` after a JSON value (at most one level down), the ``>`` of the tag after an XML value. Text
-        without one waits and goes in with the next text that has one: the same callbacks in the same feed,
-        with one scanner call per key instead of one per feed."""
-        if (">" in text) if call.xml else ("," in text or "}" in text or "]" in text):
+        ``}`` after a JSON value (at most one level down; ``ArgumentStream.can_fire``), the ``>`` of the tag
+        after an XML value. Text without one waits and goes in with the next text that has one: the same
+        callbacks in the same feed, with one scanner call per key instead of one per feed."""
+        if (">" in text) if call.xml else call.scanner.can_fire(text):
             if call.waiting:
                 call.waiting.append(text)
                 text = "".join(call.waiting)

@@ -430,10 +430,14 @@ class _CharWise(ArgumentStream):
         self._replaying = True
 
 
-def _observe(cls: type[ArgumentStream], chunks: list[str], reason: str | None, **options: Any) -> Any:
+def _observe(cls: type[ArgumentStream], chunks: list[str], reason: str | None, progress: bool = True,
+             **options: Any) -> Any:
+    """The callbacks, in which feed each fired, and the result. ``progress``: string progress watched too
+    (without it, whole members are read in one step and may be held until they complete)."""
     events: list[Any] = []
     stream = cls(on_key_completed=lambda k, v: events.append(("key", k, v)),
-                 on_string_progress=lambda k, t: events.append(("text", k, t)), stream_key="content",
+                 on_string_progress=(lambda k, t: events.append(("text", k, t))) if progress else None,
+                 stream_key="content",
                  on_nested_key_completed=lambda k, v: events.append(("nested", k, v)), **options)
     for chunk in chunks:
         stream.feed(chunk)
@@ -454,6 +458,13 @@ WHOLE_CASES = [
     '{"arguments": {"k0": ["v", 0, {"x": null}], "k1": [1, {"y": [2]}]}, "name": "f"}',
     '{"name": "f", "arguments": {"k": {"k": 1, "k": 2}}}', '{"a": [1, 2', '{"a": {"b": "unterminated',
     '{"a": [-0, -0.0, 1.5e3, 1E+2, 0.1e-2, -12345678901234567890123, 2e308, -1e-400]}',
+    # members read whole in one step: plain and escaped keys and strings, numbers, literals, repeats
+    '{"p": "a\\nb\\"c", "q": -0.5e+2, "r": true, "s": null, "t": false, "u": 0}',
+    '{"k\\"ey": 1, "\\u006b": 2, "v": "\\u00e9", "w": "\\ud83d\\ude00"}',
+    '{"a": 1, "a": 2}', '{"name": "f", "arguments": {"x": 1, "x": [2]}}', '{"a": 01}', '{"a": 1e999}',
+    '{"a": -}', '{"a": tru}', '{"a": truex}', '{"a": 1.}', '{"a":1,"b":[2],"c":{"d":3}}',
+    '{ "a" :\t[ 1 ] ,\n "b" : "x" }', '{"a": "raw\tcontrol\nchars"}', '{"a": [[[[[1]]]]], "b": [[[[1]]]]}',
+    '{"a": "' + "long " * 70 + '", "b": 1}', '{"arguments": {"a": [1, {"b": 2}], "c": "d"}, "name": "f"}',
 ]
 
 
@@ -462,7 +473,8 @@ WHOLE_CASES = [
 def test_values_read_whole_equal_the_character_wise_scanner(text: str, reason: str) -> None:
     """Every split in two and three pieces, every cut (finish at any length), a nested key watched or not,
     a depth limit the value reaches: the same callbacks in the same feeds and the same result."""
-    for options in ({}, {"nested_key": "arguments"}, {"max_depth": 4}):
+    for options in ({}, {"nested_key": "arguments"}, {"max_depth": 4}, {"progress": False},
+                    {"progress": False, "nested_key": "arguments"}, {"progress": False, "max_depth": 5}):
         for cut in range(len(text) + 1):
             head = text[:cut]
             for chunks in ([head], [head[:cut // 2], head[cut // 2 :]], [text[:cut], text[cut:]],
@@ -479,7 +491,8 @@ def test_values_read_whole_equal_the_character_wise_scanner_on_any_json(value: d
     size = data.draw(st.integers(1, 9))
     chunks = [text[i : i + size] for i in range(0, len(text), size)]
     for pieces, reason in ((chunks, "stop"), ([text[:cut]], "length")):
-        for options in ({}, {"nested_key": "arguments"}):
+        for options in ({}, {"nested_key": "arguments"}, {"progress": False},
+                        {"progress": False, "nested_key": "arguments"}):
             assert _observe(ArgumentStream, pieces, reason, **options) == _observe(_CharWise, pieces, reason, **options)
 
 

@@ -50,6 +50,27 @@ _WHOLE_TOKEN = re.compile(r'[{}\[\]]|"(?:[^"\\]++|\\.)*+(?:"|\\?)', re.DOTALL)
 _STRING_REST = re.compile(r'(?:[^"\\]++|\\.)*+', re.DOTALL)
 
 
+def _balanced(levels: int) -> str:
+    """A whole container value nested at most ``levels`` deep, brackets counted as ``_whole`` counts them
+    (outside strings, any closer for any opener)."""
+    inner = r'[^\[\]{}"]++|"(?:[^"\\]++|\\.)*+"'
+    pattern = rf"[\[{{](?:{inner})*+[\]}}]"
+    for _ in range(levels - 1):
+        pattern = rf"[\[{{](?:{inner}|{pattern})*+[\]}}]"
+    return pattern
+
+
+# A whole ``"key": value`` member read in one step (``ArgumentStream._member``): a key without escapes, and a
+# container nested at most ``_MEMBER_LEVELS`` deep, a string with one-letter escapes only, a number with
+# the character after it, or a literal.
+_MEMBER_LEVELS = 4
+_MEMBER = re.compile(
+    r'"(?P<key>[^"\\]*+)"[ \t\n\r]*+:[ \t\n\r]*+(?:(?P<container>' + _balanced(_MEMBER_LEVELS) + r')'
+    r'|"(?P<string>(?:[^"\\]++|\\["\\/bfnrt])*+)"'
+    r'|(?P<number>-?+(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?+(?:[eE][+-]?+[0-9]++)?+)(?=[^0-9eE.+\-])'
+    r'|(?P<literal>true|false|null))', re.DOTALL)
+
+
 class _Doubt(Exception):
     """The whole-value reader leaves this value to the character-wise scanner (its exact verdict)."""
 
@@ -301,6 +322,17 @@ class ArgumentStream(KeyedStream):
         self._escape_buf = ""  # after a backslash: "" (expect the escape letter) or "u" + hex digits
         self._high_surrogate = 0
 
+    def can_fire(self, text: str) -> bool:
+        """Whether feeding ``text`` now could fire a callback. ``False`` only when it surely cannot: no
+        string progress is watched, and ``text`` has no ``,``, ``]`` or ``}`` (a key completes at one), or,
+        inside a value read whole, no ``]`` or ``}`` (its commas end nothing). Such text may wait and go in
+        with later text: the same callbacks fire, in the same later feed, with fewer calls."""
+        if self.on_string_progress is not None:
+            return True
+        if self._state == _WHOLE:
+            return "]" in text or "}" in text
+        return "," in text or "}" in text or "]" in text
+
     def feed(self, chunk: str) -> None:
         """Scan one chunk. Never raises; bad input makes the final result ``invalid``."""
         if self._result is not None:
@@ -375,8 +407,56 @@ class ArgumentStream(KeyedStream):
             return i
         if chunk[i] != '"':
             return self._fail("unexpected_character", f"expected a quoted key; found {chunk[i]!r}", i)
+        if not self._replaying:
+            member = _MEMBER.match(chunk, i)
+            if member is not None:
+                end = self._member(member)
+                if end >= 0:
+                    return end
         self._begin_string(is_key=True)
         return i + 1
+
+    def _watched(self, key: str | None) -> bool:
+        """Whether ``key``, a key of the object open now, is the nested key watched inside."""
+        return key is not None and len(self._containers) == 1 and self._watch_nested and key in self._nested_keys
+
+    def _member(self, member: re.Match[str]) -> int:
+        """A whole ``"key": value`` in one step, with exactly the effects of the character-wise states (the
+        key's bookkeeping, the value completed, ``_AFTER_VALUE``); or -1, nothing done, when they must read
+        it: a repeated key (its error), the watched nested object, the streamed string, a doubtful container,
+        a number that is not finite."""
+        key, kind = member.group("key"), member.lastgroup or ""
+        parent = self._containers[-1]
+        pending_key = self._pending[0] if self._pending and parent is self._arguments else None
+        if key in parent or key == pending_key:
+            return -1
+        value: Any
+        if kind == "container":
+            text = member.group(kind)
+            if self._watched(key) or "\\u" in text or len(self._containers) + _MEMBER_LEVELS > self.max_depth:
+                return -1
+            try:
+                value = _WHOLE_DECODER.decode(text)
+            except (_Doubt, ValueError, RecursionError):
+                return -1
+        elif kind == "string":
+            if len(self._containers) == 1 and key == self.stream_key and self.on_string_progress is not None:
+                return -1  # its text streams as it arrives
+            text = member.group(kind)
+            value = _decode_run(text + '"', 0, False)[0] if "\\" in text else text
+        elif kind == "number":
+            value = read_json_number(member.group(kind))
+            if value is None:
+                return -1
+        else:
+            value = _LITERALS[member.group(kind)[0]][1]
+        self._keys[-1] = key
+        if parent is self._arguments:
+            self._partial_key = key
+        if kind == "container" and len(self._containers) <= 1:
+            self._commit_pending()  # as ``_whole_done``
+        self._complete_value(value)
+        return member.end()
 
     def _colon(self, chunk: str, i: int) -> int:
         i = _ws_run(chunk, i).end()

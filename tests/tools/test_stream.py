@@ -496,6 +496,56 @@ def test_values_read_whole_equal_the_character_wise_scanner_on_any_json(value: d
             assert _observe(ArgumentStream, pieces, reason, **options) == _observe(_CharWise, pieces, reason, **options)
 
 
+def _observe_gated(chunks: list[str], reason: str | None, **options: Any) -> Any:
+    """``_observe`` with the OpenAI layer's gate: a chunk ``can_fire`` refuses waits and goes in joined to
+    the next one it accepts (what waits at the end goes in before ``finish``)."""
+    waiting: list[str] = []
+    gated: list[str] = []
+    original = ArgumentStream.feed
+
+    class Gated(ArgumentStream):
+        def feed(self, chunk: str) -> None:
+            if not self.can_fire(chunk):
+                waiting.append(chunk)
+                gated.append(chunk)
+                return
+            original(self, "".join([*waiting, chunk]))
+            waiting.clear()
+
+        def finish(self, finish_reason: str | None = "stop") -> Any:
+            if waiting:
+                original(self, "".join(waiting))
+                waiting.clear()
+            return super().finish(finish_reason)
+
+    return _observe(Gated, chunks, reason, progress=False, **options), gated
+
+
+@pytest.mark.parametrize("text", WHOLE_CASES)
+def test_text_that_cannot_fire_may_wait(text: str) -> None:
+    """``can_fire``: text it says cannot fire a callback, held back and fed with the next text, changes
+    neither the callbacks (nor the feed each fires in) nor the result."""
+    waited = 0
+    for options in ({}, {"nested_key": "arguments"}):
+        for size in (1, 2, 3, 5):
+            chunks = [text[i : i + size] for i in range(0, len(text), size)]
+            for reason in ("stop", "length"):
+                found, gated = _observe_gated(chunks, reason, **options)
+                assert found == _observe(_CharWise, chunks, reason, progress=False, **options), (chunks, options)
+                waited += len(gated)
+    assert waited  # the gate did hold text back
+
+
+@given(value=json_objects, data=st.data())
+def test_text_that_cannot_fire_may_wait_on_any_json(value: dict[str, Any], data: Any) -> None:
+    text = json.dumps({"name": "f", "arguments": value, "extra": [value]})
+    size = data.draw(st.integers(1, 9))
+    chunks = [text[i : i + size] for i in range(0, len(text), size)]
+    for options in ({}, {"nested_key": "arguments"}):
+        found, _ = _observe_gated(chunks, "stop", **options)
+        assert found == _observe(_CharWise, chunks, "stop", progress=False, **options)
+
+
 @pytest.mark.parametrize("digits", [4300, 4301, 9000])
 def test_a_long_integer_read_whole_equals_the_character_wise_scanner(digits: int) -> None:
     """Past Python's digit limit the C reader raises and the value is re-read: the same verdict."""

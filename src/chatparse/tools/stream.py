@@ -44,9 +44,9 @@ _LITERALS: dict[str, tuple[str, Any]] = {"t": ("true", True), "f": ("false", Fal
 (_START, _VALUE, _KEY_OR_END, _KEY, _COLON, _VALUE_OR_END, _AFTER_VALUE,
  _STRING, _ESCAPE, _NUMBER, _LITERAL, _DONE, _FAILED, _WHOLE) = range(14)
 
-# A container value nobody watches inside (see ``ArgumentStream._whole``) is read a token at a time: a
-# bracket, or a whole string up to its closing quote, the end of the text, or a backslash ending the text.
-_WHOLE_TOKEN = re.compile(r'[{}\[\]]|"(?:[^"\\]++|\\.)*+(?:"|\\?)', re.DOTALL)
+# A container value nobody watches inside (see ``ArgumentStream._whole``) is read a bracket at a time: this
+# skips what lies between (other characters and whole strings) up to a bracket or a string left open.
+_WHOLE_SKIP: Callable[[str, int], Any] = re.compile(r'(?:[^\[\]{}"]++|"(?:[^"\\]++|\\.)*+")*+', re.DOTALL).match
 _STRING_REST = re.compile(r'(?:[^"\\]++|\\.)*+', re.DOTALL)
 
 
@@ -324,14 +324,16 @@ class ArgumentStream(KeyedStream):
 
     def can_fire(self, text: str) -> bool:
         """Whether feeding ``text`` now could fire a callback. ``False`` only when it surely cannot: no
-        string progress is watched, and ``text`` has no ``,``, ``]`` or ``}`` (a key completes at one), or,
-        inside a value read whole, no ``]`` or ``}`` (its commas end nothing). Such text may wait and go in
-        with later text: the same callbacks fire, in the same later feed, with fewer calls."""
+        string progress is watched, and ``text`` has no ``,`` or ``}`` (a key completes at the one after
+        its value; a ``]`` fires nothing, as only ``,`` or ``}`` may follow a completed value), or, inside
+        a value read whole, no ``]`` or ``}`` (its commas end nothing; a closer goes in at once, so the
+        state is known when the separator after the value comes). Such text may wait and go in with later
+        text (the caller joins it): the same callbacks fire, in the same later feed, with fewer calls."""
         if self.on_string_progress is not None:
             return True
         if self._state == _WHOLE:
             return "]" in text or "}" in text
-        return "," in text or "}" in text or "]" in text
+        return "," in text or "}" in text
 
     def feed(self, chunk: str) -> None:
         """Scan one chunk. Never raises; bad input makes the final result ``invalid``."""
@@ -512,24 +514,25 @@ class ArgumentStream(KeyedStream):
             self._whole_string = False
             i += 1
         depth = self._whole_depth
-        for match in _WHOLE_TOKEN.finditer(chunk, i):
-            token = match.group()
-            if token[0] == '"':
-                if match.end() == end and (len(token) == 1 or token[-1] != '"' or _STRING_REST.match(
-                        token, 1).end() == len(token)):  # type: ignore[union-attr]
-                    self._whole_string = True  # open at the end of the text
-                    self._whole_escape = token[-1] == "\\" and _STRING_REST.match(
-                        token, 1).end() == len(token) - 1  # type: ignore[union-attr]
-            elif token == "{" or token == "[":
+        while True:
+            i = _WHOLE_SKIP(chunk, i).end()  # to the next bracket, or a string the text leaves open
+            if i == end:
+                break
+            char = chunk[i]
+            if char == '"':  # open at the end of the text, maybe after a backslash that ends it
+                self._whole_string = True
+                self._whole_escape = _STRING_REST.match(chunk, i + 1).end() < end  # type: ignore[union-attr]
+                break
+            if char == "{" or char == "[":
                 depth += 1
                 if depth > self._whole_max:
                     self._whole_max = depth
             else:
                 depth -= 1
                 if depth == 0:  # the value closed
-                    stop = match.end()
-                    self._whole_parts.append(chunk[begin:stop])
-                    return self._whole_done(stop)
+                    self._whole_parts.append(chunk[begin : i + 1])
+                    return self._whole_done(i + 1)
+            i += 1
         self._whole_depth = depth
         self._whole_parts.append(chunk[begin:])
         return end

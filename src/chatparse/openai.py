@@ -312,7 +312,17 @@ class ChatCompletionStream:
             if call is not None and len(events) == 1 and call.scanner is not None and not self._initial:
                 event = events[0]
                 if event["type"] == "region_chunk" and event["field"] == TOOLS_FIELD:
-                    self._scan(call, event["text"])  # the common feed inside a call (``_feed_events``'s)
+                    # The common feed inside a call (``_feed_events``'s): ``_scan``, inline.
+                    piece = event["text"]
+                    waiting = call.waiting
+                    if not ((">" in piece) if call.xml else call.scanner.can_fire(piece)):
+                        waiting.append(piece)
+                        return []
+                    if waiting:
+                        waiting.append(piece)
+                        piece = "".join(waiting)
+                        waiting.clear()
+                    call.scanner.feed(piece)
                     return self._take() if self._pending_chunks else []
             return self._feed_events(events)
         # The common feed, inline (calls would be half its cost): plain text of the region streaming now,
@@ -627,11 +637,12 @@ class ChatCompletionStream:
         if key in call.values:
             call.early = False  # a repeated key: the engine keeps the last value
             return
-        typed = call.values[key] = self._typed(call.name, key, value)
+        typed = call.values[key] = self._typed(call.name, key, value) if self._params else value
         lead = "{" if not call.emitted and call.pending is None else ", "
-        fragment = lead + _encode(key) + ": " + _encode(typed)
-        if not hold_one:
-            self._args(call, fragment)
+        fragment = lead + _encode_string(key) + ": " + _encode(typed)
+        if not hold_one:  # ``_args``, inline
+            call.emitted.append(fragment)
+            self._delta({"tool_calls": [{"index": call.index, "function": {"arguments": fragment}}]})
             return
         if call.pending is not None:
             self._args(call, call.pending)

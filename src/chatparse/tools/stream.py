@@ -60,15 +60,16 @@ def _balanced(levels: int) -> str:
     return pattern
 
 
-# A whole ``"key": value`` member read in one step (``ArgumentStream._member``): a key without escapes, and a
-# container nested at most ``_MEMBER_LEVELS`` deep, a string with one-letter escapes only, a number with
-# the character after it, or a literal.
+# A ``"key":`` read in one step (``ArgumentStream._member``), a key without escapes, with its value when it
+# has arrived whole: a container nested at most ``_MEMBER_LEVELS`` deep, a string with one-letter escapes
+# only, a number with the character after it, or a literal (``at``: where the value starts).
 _MEMBER_LEVELS = 4
 _MEMBER = re.compile(
-    r'"(?P<key>[^"\\]*+)"[ \t\n\r]*+:[ \t\n\r]*+(?:(?P<container>' + _balanced(_MEMBER_LEVELS) + r')'
+    r'"(?P<key>[^"\\]*+)"[ \t\n\r]*+:[ \t\n\r]*+(?P<at>)(?:(?P<container>' + _balanced(_MEMBER_LEVELS) + r')'
     r'|"(?P<string>(?:[^"\\]++|\\["\\/bfnrt])*+)"'
     r'|(?P<number>-?+(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?+(?:[eE][+-]?+[0-9]++)?+)(?=[^0-9eE.+\-])'
-    r'|(?P<literal>true|false|null))', re.DOTALL)
+    r'|(?P<literal>true|false|null))?', re.DOTALL)
+_NOT_READ = object()  # (``_member``: the value is left to the character-wise states)
 
 
 class _Doubt(Exception):
@@ -423,40 +424,36 @@ class ArgumentStream(KeyedStream):
         return key is not None and len(self._containers) == 1 and self._watch_nested and key in self._nested_keys
 
     def _member(self, member: re.Match[str]) -> int:
-        """A whole ``"key": value`` in one step, with exactly the effects of the character-wise states (the
-        key's bookkeeping, the value completed, ``_AFTER_VALUE``); or -1, nothing done, when they must read
-        it: a repeated key (its error), the watched nested object, the streamed string, a doubtful container,
-        a number that is not finite."""
-        key, kind = member.group("key"), member.lastgroup or ""
+        """A ``"key":`` and, when it arrived whole, its value, in one step, with exactly the effects of the
+        character-wise states: the key's bookkeeping, then the value completed (``_AFTER_VALUE``) or left
+        to them (``_VALUE`` at its start): one not here yet, the watched nested object, the streamed string,
+        a doubtful container, a number that is not finite. -1, nothing done, for a repeated key (they
+        report it)."""
+        key, kind = member.group("key"), member.lastgroup
         parent = self._containers[-1]
         pending_key = self._pending[0] if self._pending and parent is self._arguments else None
         if key in parent or key == pending_key:
             return -1
-        value: Any
-        if kind == "container":
-            text = member.group(kind)
-            if self._watched(key) or "\\u" in text or len(self._containers) + _MEMBER_LEVELS > self.max_depth:
-                return -1
-            try:
-                value = _WHOLE_DECODER.decode(text)
-            except (_Doubt, ValueError, RecursionError):
-                return -1
-        elif kind == "string":
-            if len(self._containers) == 1 and key == self.stream_key and self.on_string_progress is not None:
-                return -1  # its text streams as it arrives
-            text = member.group(kind)
-            value = _decode_run(text + '"', 0, False)[0] if "\\" in text else text
-        elif kind == "number":
-            value = read_json_number(member.group(kind))
-            if value is None:
-                return -1
-        else:
-            value = _LITERALS[member.group(kind)[0]][1]
         self._keys[-1] = key
         if parent is self._arguments:
             self._partial_key = key
-        if kind == "container" and len(self._containers) <= 1:
-            self._commit_pending()  # as ``_whole_done``
+        value: Any = _NOT_READ
+        if kind == "container":
+            if not self._watched(key):
+                value = self._decoded(member.group(kind), _MEMBER_LEVELS)
+        elif kind == "string":
+            if not (len(self._containers) == 1 and key == self.stream_key and self.on_string_progress is not None):
+                text = member.group(kind)  # (the streamed string's text goes out as it arrives)
+                value = _decode_run(text + '"', 0, False)[0] if "\\" in text else text
+        elif kind == "number":
+            number = read_json_number(member.group(kind))
+            if number is not None:
+                value = number
+        elif kind == "literal":
+            value = _LITERALS[member.group(kind)[0]][1]
+        if value is _NOT_READ:
+            self._state = _VALUE
+            return member.end("at")
         self._complete_value(value)
         return member.end()
 
@@ -540,20 +537,27 @@ class ArgumentStream(KeyedStream):
     def _whole_done(self, stop: int) -> int:
         text = "".join(self._whole_parts)
         self._whole_parts.clear()
-        # (a ``\\u`` escape split across chunks is whole in ``text``; an escaped backslash before a 'u'
-        # is taken for one too, which only costs the character-wise re-read)
-        if "\\u" not in text and len(self._containers) + self._whole_max <= self.max_depth:
-            try:
-                value = _WHOLE_DECODER.decode(text)
-            except (_Doubt, ValueError, RecursionError):
-                pass
-            else:
-                if len(self._containers) <= 1:
-                    self._commit_pending()  # as ``_close`` does for a value of the arguments object
-                self._complete_value(value)
-                return stop
+        value = self._decoded(text, self._whole_max)
+        if value is not _NOT_READ:
+            self._complete_value(value)
+            return stop
         self._replay_whole(text)
         return stop
+
+    def _decoded(self, text: str, levels: int) -> Any:
+        """A whole container value's text (nested ``levels`` deep at most) read by the C decoder with this
+        scanner's rules, or ``_NOT_READ`` when it doubts: a ``\\u`` escape (one split across chunks is
+        whole in ``text``; an escaped backslash before a 'u' is taken for one too, which only costs the
+        character-wise read), nesting past ``max_depth``, any decode error."""
+        if "\\u" in text or len(self._containers) + levels > self.max_depth:
+            return _NOT_READ
+        try:
+            value = _WHOLE_DECODER.decode(text)
+        except (_Doubt, ValueError, RecursionError):
+            return _NOT_READ
+        if len(self._containers) <= 1:
+            self._commit_pending()  # as ``_close`` does for a value of the arguments object
+        return value
 
     def _replay_whole(self, text: str) -> None:
         """Read ``text`` (a container value's text from its first bracket) character-wise, as if the

@@ -328,12 +328,17 @@ class ArgumentStream(KeyedStream):
         string progress is watched, and ``text`` has no ``,`` or ``}`` (a key completes at the one after
         its value; a ``]`` fires nothing, as only ``,`` or ``}`` may follow a completed value), or, inside
         a value read whole, no ``]`` or ``}`` (its commas end nothing; a closer goes in at once, so the
-        state is known when the separator after the value comes). Such text may wait and go in with later
-        text (the caller joins it): the same callbacks fire, in the same later feed, with fewer calls."""
+        state is known when the separator after the value comes), or, inside a string, no ``"`` (nothing
+        fires before it ends; a quote goes in at once, for the same reason). Such text may wait and go in
+        with later text (the caller joins it): the same callbacks fire, in the same later feed, with fewer
+        calls; a long string goes in once, when it ends."""
         if self.on_string_progress is not None:
             return True
-        if self._state == _WHOLE:
+        state = self._state
+        if state == _WHOLE:
             return "]" in text or "}" in text
+        if state == _STRING or state == _ESCAPE:
+            return '"' in text
         return "," in text or "}" in text
 
     def feed(self, chunk: str) -> None:

@@ -172,7 +172,8 @@ def rows_in_processes(processes: int, size: int, chunk_sizes: list[int], rounds:
     with tempfile.TemporaryDirectory() as folder:
         for seed in range(processes):
             out = os.path.join(folder, f"{seed}.json")
-            code = (f"import json, sys; sys.path[:0] = {sys.path!r}; from benchmarks import bench_openai as b; "
+            paths = [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), *sys.path]  # the checkout first
+            code = (f"import json, sys; sys.path[:0] = {paths!r}; from benchmarks import bench_openai as b; "
                     f"json.dump(b.overhead_rows({size}, {chunk_sizes!r}, {rounds}), open({out!r}, 'w'))")
             subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONHASHSEED": str(seed)})
             with open(out, encoding="utf-8") as f:

@@ -261,6 +261,7 @@ class ChatCompletionStream:
         # A one-pass iterable is read once; anything else goes to the parser as is (it names bad input).
         tool_list = list(tools) if isinstance(tools, Iterable) and not isinstance(tools, str | bytes) else tools
         self.parser = ResponseParser(template, prefix, tools=tool_list, on_malformed=on_malformed)
+        self._feed_text = self.parser.feed_text  # (bound once: ``feed``'s shortest path calls it per feed)
         self.buffer_calls = buffer_calls
         # What every chunk starts with, copied per chunk (``id``, ``created`` and ``model`` read and write it).
         self._head: Chunk = {"id": completion_id or "chatcmpl-" + uuid.uuid4().hex, "object": "chat.completion.chunk",
@@ -328,7 +329,7 @@ class ChatCompletionStream:
         # The common feed, inline (calls would be half its cost): plain text of the region streaming now,
         # which the parser hands back as text without building its event; then ``_text_chunk`` in a
         # started region and one chunk as ``_chunk`` builds it.
-        taken = self.parser.feed_text(text, state.name)
+        taken = self._feed_text(text, state.name)
         if not isinstance(taken, str):  # events: the chunk was not plain text of that region alone
             if len(taken) != 1 or taken[0]["type"] != "region_chunk" or taken[0]["field"] != state.name:
                 return self._feed_events(taken)

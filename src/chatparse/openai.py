@@ -315,15 +315,10 @@ class ChatCompletionStream:
                 if event["type"] == "region_chunk" and event["field"] == TOOLS_FIELD:
                     # The common feed inside a call (``_feed_events``'s): ``_scan``, inline.
                     piece = event["text"]
-                    waiting = call.waiting
                     if not ((">" in piece) if call.xml else call.scanner.can_fire(piece)):
-                        waiting.append(piece)
+                        call.waiting.append(piece)  # (most feeds end here)
                         return []
-                    if waiting:
-                        waiting.append(piece)
-                        piece = "".join(waiting)
-                        waiting.clear()
-                    call.scanner.feed(piece)
+                    _feed_scanner(call, piece)
                     return self._take() if self._pending_chunks else []
             return self._feed_events(events)
         # The common feed, inline (calls would be half its cost): plain text of the region streaming now,
@@ -559,11 +554,7 @@ class ChatCompletionStream:
         after an XML value. Text without one waits and goes in with the next text that has one: the same
         callbacks in the same feed, with one scanner call per key instead of one per feed."""
         if (">" in text) if call.xml else call.scanner.can_fire(text):
-            if call.waiting:
-                call.waiting.append(text)
-                text = "".join(call.waiting)
-                call.waiting.clear()
-            call.scanner.feed(text)
+            _feed_scanner(call, text)
         else:
             call.waiting.append(text)
 
@@ -761,6 +752,16 @@ def _xml_args_unusual(fld: CompiledField) -> bool:
 
 
 _PLAIN = (str, int, bool, type(None))  # values whose JSON text equal values of the same type share
+
+
+def _feed_scanner(call: _CallState, text: str) -> None:
+    """Feed the call's scanner ``text``, after the text that waited for it (see ``_scan``)."""
+    waiting = call.waiting
+    if waiting:
+        waiting.append(text)
+        text = "".join(waiting)
+        waiting.clear()
+    call.scanner.feed(text)
 
 
 def _streamed_json(call: _CallState, arguments: Any) -> str | None:

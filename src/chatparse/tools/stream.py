@@ -424,9 +424,14 @@ class ArgumentStream(KeyedStream):
         self._begin_string(is_key=True)
         return i + 1
 
-    def _watched(self, key: str | None) -> bool:
+    def _watched(self, key: str) -> bool:
         """Whether ``key``, a key of the object open now, is the nested key watched inside."""
-        return key is not None and len(self._containers) == 1 and self._watch_nested and key in self._nested_keys
+        return len(self._containers) == 1 and self._watch_nested and key in self._nested_keys
+
+    def _streamed(self, key: str | None) -> bool:
+        """Whether a string value of ``key``, a key of the object open now, streams as it arrives."""
+        return (len(self._containers) == 1 and self.stream_key is not None and key == self.stream_key
+                and self.on_string_progress is not None)
 
     def _member(self, member: re.Match[str]) -> int:
         """A ``"key":`` and, when it arrived whole, its value, in one step, with exactly the effects of the
@@ -447,8 +452,8 @@ class ArgumentStream(KeyedStream):
             if not self._watched(key):
                 value = self._decoded(member.group(kind), _MEMBER_LEVELS)
         elif kind == "string":
-            if not (len(self._containers) == 1 and key == self.stream_key and self.on_string_progress is not None):
-                text = member.group(kind)  # (the streamed string's text goes out as it arrives)
+            if not self._streamed(key):  # (the streamed string's text goes out as it arrives)
+                text = member.group(kind)
                 value = _decode_run(text + '"', 0, False)[0] if "\\" in text else text
         elif kind == "number":
             number = read_json_number(member.group(kind))
@@ -648,13 +653,7 @@ class ArgumentStream(KeyedStream):
     def _begin_string(self, *, is_key: bool) -> None:
         self._init_string_state()
         self._is_key = is_key
-        self._streaming = (
-            not is_key
-            and len(self._containers) == 1
-            and self.stream_key is not None
-            and self._keys[-1] == self.stream_key
-            and self.on_string_progress is not None
-        )
+        self._streaming = not is_key and self._streamed(self._keys[-1])
         self._state = _STRING
 
     def _string(self, chunk: str, i: int) -> int:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import re
+import warnings
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import chatparse
 from chatparse.content.json_calls import parse_json_calls
@@ -252,6 +256,49 @@ def test_python_calls_rejects(body: str, args: dict[str, Any], message: str) -> 
 def test_python_calls_error_names_the_offset() -> None:
     with pytest.raises(ValueError, match=r"at offset 3, found '1\)\]'"):
         parse_python_calls("[f(1)]", {})
+
+
+# Every escape Python reads in a str literal: simple, hex, octal (one to three digits), by name, and a
+# backslash before a line end; an unknown escape keeps its backslash.
+ESCAPED_LITERALS = [
+    r"'\033[1;31mred\033[0m'", r"'a\0b'", r"'\7'", r"'\08'", r"'\1234'", r"'\777'", r"'\N{BULLET} item'",
+    r"'\N{LATIN SMALL LETTER E WITH ACUTE}'", r"'\x1b'", r"'\u00e9\U0001F600'", r"'\q\d'", r'"\"\'"',
+    "'a\\\nb'", r"u'\101'", r"r'\101\N{BULLET}'", r"'''\0\n'''",
+]
+
+
+@pytest.mark.parametrize("literal", ESCAPED_LITERALS)
+def test_python_calls_read_string_escapes_as_python_does(literal: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Python warns about unknown escapes (and keeps them)
+        expected = ast.literal_eval(literal)
+    assert parse_python_calls(f"[f(a={literal})]", {}) == [call("f", a=expected)]
+
+
+def test_python_calls_read_a_crlf_line_continuation_in_a_string() -> None:
+    # Python's tokenizer reads source line ends as "\n": a backslash before "\r\n" continues the line.
+    assert parse_python_calls("[f(a='one \\\r\ntwo')]", {}) == [call("f", a="one two")]
+
+
+@given(st.lists(st.sampled_from(["a", "\\", "0", "7", "8", "3", "x", "N{BULLET}", "N{", "}", "n", "é", "\n"]),
+                max_size=12))
+def test_python_calls_read_any_escape_mix_as_python_does(parts: list[str]) -> None:
+    literal = "'" + "".join(parts).replace("'", "\\'") + "'"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = ast.literal_eval(literal)
+    except (SyntaxError, ValueError):
+        with pytest.raises(ValueError, match="python-calls: "):
+            parse_python_calls(f"[f(a={literal})]", {})
+        return
+    assert parse_python_calls(f"[f(a={literal})]", {}) == [call("f", a=expected)]
+
+
+@pytest.mark.parametrize("literal", [r"'\N{NO SUCH CHARACTER}'", r"'\N{BULLET'", r"'\Nx'"])
+def test_python_calls_reject_a_bad_character_name(literal: str) -> None:
+    with pytest.raises(ValueError, match=re.escape("a Unicode character name in braces after '\\N'")):
+        parse_python_calls(f"[f(a={literal})]", {})
 
 
 # --- load-time checks of content_args -----------------------------------------------------------------

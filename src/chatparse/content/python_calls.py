@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
@@ -50,6 +51,8 @@ _ESCAPES = {
     "v": "\v",
 }
 _HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
+_OCTAL_ESCAPE = re.compile(r"[0-7]{1,3}")
+_NAMED_ESCAPE = re.compile(r"N\{([^}\n]{1,100})\}")
 
 
 class _CallReader:
@@ -238,6 +241,25 @@ class _CallReader:
                 self.fail("a valid Unicode scalar value in the escape")
             self.position += 2 + width
             return chr(value)
+        if code in "01234567":  # up to three octal digits, as Python reads them ('\\033' is ESC)
+            octal = _OCTAL_ESCAPE.match(self.text, self.position + 1)
+            assert octal is not None
+            self.position = octal.end()
+            return chr(int(octal.group(), 8))
+        if code == "N":  # a character by its Unicode name: '\\N{BULLET}'
+            named = _NAMED_ESCAPE.match(self.text, self.position + 1)
+            try:
+                char = unicodedata.lookup(named.group(1)) if named is not None else ""
+            except KeyError:
+                char = ""
+            if not char:
+                self.fail("a Unicode character name in braces after '\\N'")
+            assert named is not None
+            self.position = named.end()
+            return char
+        if code == "\r" and self.text.startswith("\n", self.position + 2):
+            self.position += 3  # a line continuation written with a CRLF line end
+            return ""
         self.position += 2  # Python keeps unknown escapes verbatim
         return "\\" + code
 

@@ -54,6 +54,16 @@ _MEMO_SIZE = 4096
 _STILL_FORMING = (None, 0)  # the remembered answer "nothing to commit, hold from the scan position"
 _CONTENT_FEEDS = 4  # a content parser's regexes may take this many feed budgets (plus the per-character part)
 _SCALARS = frozenset({str, int, float, bool, type(None)})  # default values shared, not copied
+# Text that reads as words (letters, digits, spaces): at the end of a text region it is text, even when it
+# begins a header written in words (GigaChat's 'user<|role_sep|>': a reply may end with "ask the user").
+_WORDS = regex.compile(r"[\w\s]*")
+
+
+def _words_cut(scanner: DelimiterScanner, buf: str, start: int) -> bool:
+    """Whether the delimiter cut at ``start`` (by the end of the text) is only words, which are text
+    (see ``ResponseParser._cut_markers``)."""
+    delim = scanner.delim
+    return _WORDS.fullmatch(buf, start) is not None and (delim.literals is not None or not delim.info.looks_ahead)
 _Watch = tuple[int, CompiledField | None, DelimiterScanner]
 # (single trigger character or None, trigger pattern, lead-run test or None, the fast path may hold a
 # trailing lead run itself, field, dirty)
@@ -909,7 +919,11 @@ class ResponseParser:
     def _cut_markers(self, events: list[Event]) -> None:
         """At the end of the text, for templates with chatparse's extensions: a delimiter cut in half by
         the token limit is not text. A cut tool-call opener (``<tool_ca``) is reported as a truncated
-        call; any other cut marker (``</thi``, ``<|im_e``) is dropped. A lone first character is text."""
+        call; any other cut marker (``</thi``, ``<|im_e``) is dropped. A lone first character is text, and
+        so is, in a text region, a cut that is only words (``user`` of ``user<|role_sep|>``): the marker has
+        not reached its special token, and the words are more likely the model's own. A regex delimiter
+        that looks ahead may be a whole word waiting only for what follows it (Phi-4's ``functools``, a
+        call only when ``[`` follows): its cut stays a cut."""
         buf, pos = self._buf, self._pos
         if pos >= len(buf) or not self._template.chatparse_only:
             return
@@ -920,7 +934,8 @@ class ResponseParser:
         least = 2 if current is None or current.parser.streamable else 1
         for kind, field, scanner in self._watchlist():
             hit = scanner.find(buf, pos, False, self._version, -1)
-            if hit is not None and hit.pending and hit.start >= pos and len(buf[hit.start :].strip()) >= least:
+            if hit is not None and hit.pending and hit.start >= pos and len(buf[hit.start :].strip()) >= least \
+                    and (least == 1 or not _words_cut(scanner, buf, hit.start)):
                 if cut is None or hit.start < cut[0]:
                     cut = (hit.start, kind, field)
         if cut is None:

@@ -211,7 +211,8 @@ def _call_id(index: int) -> str:
 def _one_shot(case: StreamCase) -> tuple[Any, ...]:
     try:
         return ("message", chatparse.parse_response(case.text, case.template, prefix=case.prefix, tools=case.tools,
-                                                    on_malformed=case.on_malformed))  # type: ignore[arg-type]
+                                                    on_malformed=case.on_malformed,  # type: ignore[arg-type]
+                                                    finish_reason=case.finish_reason))
     except ChatparseError as exc:
         return ("error", named(exc))
 

@@ -62,12 +62,13 @@ def random_split(text: str, rng: random.Random) -> list[str]:
     return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
 
 
-def stream(template: Any, prefix: str, chunks: list[str], **options: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def stream(template: Any, prefix: str, chunks: list[str], finish_reason: str | None = None,
+           **options: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     parser = chatparse.ResponseParser(template, prefix, **options)
     events = list(parser.initial_events)
     for chunk in chunks:
         events.extend(parser.feed(chunk))
-    message, final = parser.finalize()
+    message, final = parser.finalize(finish_reason=finish_reason)
     return message, events + final
 
 

@@ -13,6 +13,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+import chatparse
 from chatparse import parse_response
 from chatparse.errors import InputTypeError
 from chatparse.openai import ChatCompletionStream, finish_reason, to_chat_completion, to_chat_message
@@ -467,6 +468,55 @@ def test_a_cut_call_never_accumulates_valid_json_arguments() -> None:
     assert stream.message is not None and "tool_calls" not in stream.message
     assert stream.malformed == [{"field": "tool_calls", "code": "truncated", "error": stream.malformed[0]["error"],
                                  "raw": CUT_JSON}]
+
+
+# A Qwen 3.5 call cut by the token limit between two parameters: every parameter written so far is closed,
+# but '</function>' never came (the model was writing 'cwd' next).
+CUT_BETWEEN = ("Running it.\n\n<tool_call>\n<function=run>\n<parameter=command>\nrm -rf build\n</parameter>\n")
+RUN_TOOL = [{"type": "function", "function": {"name": "run", "parameters": {"type": "object", "properties": {
+    "command": {"type": "string"}, "cwd": {"type": "string"}}, "required": ["command"]}}}]
+
+
+@pytest.mark.parametrize("buffer_calls", [True, False])
+def test_finish_length_never_sends_a_call_cut_between_parameters(buffer_calls: bool) -> None:
+    prefix = "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    stream = ChatCompletionStream("qwen3.5", prefix, tools=RUN_TOOL, buffer_calls=buffer_calls, created=1)
+    got = accumulate(_feed_all(stream, CUT_BETWEEN, reason="length"))
+    assert all(not _parses(c["arguments"]) for c in got["calls"])  # nothing a client could run
+    if buffer_calls:
+        assert got["calls"] == []
+    assert stream.message is not None and "tool_calls" not in stream.message
+    assert [m["code"] for m in stream.malformed] == ["truncated"]
+    assert "token limit" in stream.malformed[0]["error"]
+    assert stream.message == parse_response(CUT_BETWEEN, "qwen3.5", prefix=prefix, tools=RUN_TOOL,
+                                            on_malformed="recover", finish_reason="length")
+
+
+def test_finish_stop_keeps_the_text_rule_for_a_call_without_its_close() -> None:
+    # The model stopped (finish_reason "stop", its end token stripped) after closing every parameter but
+    # before '</function>': with no required parameter missing, the call is whole.
+    prefix = "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    stream = ChatCompletionStream("qwen3.5", prefix, tools=RUN_TOOL, buffer_calls=True, created=1)
+    got = accumulate(_feed_all(stream, CUT_BETWEEN, reason="stop"))
+    assert [(c["name"], json.loads(c["arguments"])) for c in got["calls"]] == [("run", {"command": "rm -rf build"})]
+
+
+def test_finish_reason_must_be_text() -> None:
+    parser = chatparse.ResponseParser("qwen3.5", "")
+    with pytest.raises(InputTypeError, match="finish_reason"):
+        parser.finalize(finish_reason=1)  # type: ignore[arg-type]
+
+
+def test_parse_response_takes_one_finish_reason_per_generation() -> None:
+    texts = [CUT_BETWEEN, CUT_BETWEEN]
+    got = parse_response(texts, "qwen3.5", prefix="", tools=RUN_TOOL, on_malformed="keep",
+                         finish_reason=["stop", "length"])
+    assert [len(m.get("tool_calls", [])) for m in got] == [1, 0]
+    assert got[1]["malformed"][0]["code"] == "truncated"
+    with pytest.raises(InputTypeError, match="2 generations but 1 finish reasons"):
+        parse_response(texts, "qwen3.5", prefix="", finish_reason=["length"])
+    with pytest.raises(InputTypeError, match="a list of finish reasons needs a list of generations"):
+        parse_response(CUT_BETWEEN, "qwen3.5", prefix="", finish_reason=["length"])  # type: ignore[call-overload]
 
 
 def test_buffer_calls_makes_the_wire_equal_the_one_shot_message() -> None:

@@ -371,7 +371,7 @@ class ChatCompletionStream:
         """End the stream: the remaining deltas, then a chunk with the final ``finish_reason``."""
         out = self._initial
         self._initial = []
-        message, events = self.parser.finalize()
+        message, events = self.parser.finalize(finish_reason=finish_reason)
         self._run(events, last_feed=False)
         self.message = message
         for name, state in self._text.items():  # the final value after finalize's cleanup

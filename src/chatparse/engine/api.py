@@ -15,11 +15,13 @@ _UNSET: Any = object()
 
 @overload
 def parse_response(text: str, template: Any, *, prefix: str = ..., tools: Iterable[Any] | None = ...,
-                   on_malformed: OnMalformed = ..., limits: Limits | None = ...) -> dict[str, Any]: ...
+                   on_malformed: OnMalformed = ..., limits: Limits | None = ...,
+                   finish_reason: str | None = ...) -> dict[str, Any]: ...
 @overload
 def parse_response(text: list[str], template: Any, *, prefix: str | list[str] = ...,
                    tools: Iterable[Any] | None = ..., on_malformed: OnMalformed = ...,
-                   limits: Limits | None = ...) -> list[dict[str, Any]]: ...
+                   limits: Limits | None = ..., finish_reason: str | list[str | None] | None = ...,
+                   ) -> list[dict[str, Any]]: ...
 
 
 def parse_response(
@@ -30,15 +32,19 @@ def parse_response(
     tools: Iterable[Any] | None = None,
     on_malformed: OnMalformed = "raise",
     limits: Limits | None = None,
+    finish_reason: str | list[str | None] | None = None,
 ) -> dict[str, Any] | list[dict[str, Any]]:
     """Parse a complete generation (or a list of them) into a message dict (or a list of them).
 
     ``prefix`` is required: the prompt the model saw (``prefix=""`` opts out). For a batch it may be one
     string for all or a list with one prefix per generation. ``limits`` sets the regex time budgets and
-    the hold-back cap (``chatparse.Limits``). Only ``ChatparseError`` subclasses are raised.
+    the hold-back cap (``chatparse.Limits``). ``finish_reason`` is why generation stopped, when the engine
+    said (one for all, or a list with one per generation): ``"length"`` (the token limit cut the text)
+    makes a call whose close never came ``truncated`` even when its parameters were all closed (see
+    ``ResponseParser.finalize``). Only ``ChatparseError`` subclasses are raised.
     """
     try:
-        return _parse(text, template, prefix, tools, on_malformed, limits)
+        return _parse(text, template, prefix, tools, on_malformed, limits, finish_reason)
     except ChatparseError:
         raise
     except RecursionError as exc:
@@ -49,7 +55,7 @@ def parse_response(
 
 
 def _parse(text: Any, template: Any, prefix: Any, tools: Iterable[Any] | None, on_malformed: OnMalformed,
-           limits: Limits | None) -> dict[str, Any] | list[dict[str, Any]]:
+           limits: Limits | None, finish_reason: Any = None) -> dict[str, Any] | list[dict[str, Any]]:
     compiled = load_template(template)  # the template is checked before the prefix
     if prefix is _UNSET or prefix is None:
         ResponseParser(compiled, None)  # raises the PrefixRequiredError with the full explanation
@@ -63,20 +69,27 @@ def _parse(text: Any, template: Any, prefix: Any, tools: Iterable[Any] | None, o
                 f"parse_response got {len(text)} generations but {len(prefixes)} prefixes; pass one prefix "
                 "per generation or a single string for all", code="prefix_count_mismatch",
             )
-        return [_parse_one(t, compiled, p, tools, on_malformed, limits) for t, p in zip(text, prefixes, strict=True)]
+        reasons = finish_reason if isinstance(finish_reason, list) else [finish_reason] * len(text)
+        if len(reasons) != len(text):
+            raise InputTypeError(f"parse_response got {len(text)} generations but {len(reasons)} finish reasons; "
+                                 "pass one finish_reason per generation or a single one for all")
+        return [_parse_one(t, compiled, p, tools, on_malformed, limits, r)
+                for t, p, r in zip(text, prefixes, reasons, strict=True)]
     if isinstance(prefix, list):
         raise PrefixRequiredError("a list of prefixes needs a list of generations", code="prefix_count_mismatch")
-    return _parse_one(text, compiled, prefix, tools, on_malformed, limits)
+    if isinstance(finish_reason, list):
+        raise InputTypeError("a list of finish reasons needs a list of generations")
+    return _parse_one(text, compiled, prefix, tools, on_malformed, limits, finish_reason)
 
 
 def _parse_one(text: str, template: Any, prefix: str, tools: Any, on_malformed: OnMalformed,
-               limits: Limits | None) -> dict[str, Any]:
+               limits: Limits | None, finish_reason: str | None = None) -> dict[str, Any]:
     if not isinstance(text, str):
         raise InputTypeError(_not_text(text))
     parser = ResponseParser(template, prefix, tools=tools, on_malformed=on_malformed, limits=limits)
     parser._keep_events = False  # the message is all we return
     parser.feed(text)
-    message, _ = parser.finalize()
+    message, _ = parser.finalize(finish_reason=finish_reason)
     return message
 
 

@@ -145,6 +145,7 @@ class ResponseParser:
         self._unparsed: list[str] | None = [] if self._template.ext is not NO_TEMPLATE_EXT else None
         self._in_prefix = False
         self._finalized = False
+        self._limit_cut = False  # finalize(finish_reason="length"): the token limit cut the text
         self._watch = self._build_watchlists()
         # Remembered scan answers (see ``_scan_delimiters``), shared by every parser of the template: an
         # answer depends only on the template's delimiters, the state and the text (never on the limits,
@@ -527,9 +528,19 @@ class ResponseParser:
                 hold = min(hold, start)
         return hold
 
-    def finalize(self) -> tuple[dict[str, Any], list[Event]]:
-        """End the stream: flush held text, close open regions, return ``(message, events)``."""
+    def finalize(self, *, finish_reason: str | None = None) -> tuple[dict[str, Any], list[Event]]:
+        """End the stream: flush held text, close open regions, return ``(message, events)``.
+
+        ``finish_reason``: why generation stopped, as the engine reports it, when known. ``"length"`` (the
+        token limit cut the text) makes a region that the end of the text closes instead of its own close
+        a cut one in every template with ``truncation``: a tool call whose parameters were all closed but
+        whose close never came is then reported ``truncated`` (the model may have been writing one more
+        parameter), not returned. Any other value (``"stop"``), or None, keeps the text-only rule."""
         self._check_open()
+        if finish_reason is not None and not isinstance(finish_reason, str):
+            raise InputTypeError(f"finalize(finish_reason=...) takes a str such as 'stop' or 'length', found "
+                                 f"{type(finish_reason).__name__}")
+        self._limit_cut = finish_reason == "length"
         events: list[Event] = [] if self._keep_events else _Discard()
         if self._decoder is not None:
             pending = self._decoder.getstate()[0]
@@ -878,7 +889,7 @@ class ResponseParser:
                 self._cut_markers(events)
                 if self._pos < len(self._buf):
                     self._emit_to(events, len(self._buf))
-                self._close_current(events, cut=True)
+                self._close_current(events, cut=True, limit=self._limit_cut)
                 break
             if hold > self._pos:
                 self._emit_to(events, hold)
@@ -986,8 +997,10 @@ class ResponseParser:
         self._tracked_to = hit.end
         events.append({"type": "region_open", "field": field.name})
 
-    def _close_current(self, events: list[Event], *, cut: bool = False, close_text: str = "") -> None:
-        """Close the open region. ``cut``: the text (or the turn) ended instead of the region's close."""
+    def _close_current(self, events: list[Event], *, cut: bool = False, close_text: str = "",
+                       limit: bool = False) -> None:
+        """Close the open region. ``cut``: the text (or the turn) ended instead of the region's close;
+        ``limit``: the text ended there because the token limit cut it."""
         name = self._current
         if name is None or not self._opened:
             self._reset_to_implicit()
@@ -995,23 +1008,24 @@ class ResponseParser:
         field = self._template.fields[name]
         body = "".join(self._body)
         if not field.content_args:  # no regex the template gave the parser: nothing to budget
-            self._close_region(events, name, field, body, cut, close_text)
+            self._close_region(events, name, field, body, cut, close_text, limit)
             return
         # The content parser's regexes from content_args run under a budget of their own.
         limits = self._limits
         try:
             with regex_deadline(limits.feed_budget * _CONTENT_FEEDS + len(body) * limits.per_char):
-                self._close_region(events, name, field, body, cut, close_text)
+                self._close_region(events, name, field, body, cut, close_text, limit)
         except RegexBudgetError as exc:
             if exc.field is None:
                 exc.field = name
             raise
 
     def _close_region(self, events: list[Event], name: str, field: CompiledField, body: str, cut: bool,
-                      close_text: str) -> None:
-        if cut and field.ext.truncation and not self._complete(field, body):
+                      close_text: str, limit: bool = False) -> None:
+        if cut and field.ext.truncation and not self._complete(field, body, limit):
             raw = self._open_text + body
-            self._report(events, name, "truncated", raw, f"the text ends inside a '{name}' region ({excerpt(raw)})")
+            cause = "the token limit cut the text" if limit else "the text ends"
+            self._report(events, name, "truncated", raw, f"{cause} inside a '{name}' region ({excerpt(raw)})")
             return
         checked = cut and field.ext.truncation
         recover = field.parser.recover is not None and (self._on_malformed == "recover" or checked)
@@ -1047,13 +1061,16 @@ class ResponseParser:
         events.append(event)
         self._reset_to_implicit()
 
-    def _complete(self, field: CompiledField, body: str) -> bool:
+    def _complete(self, field: CompiledField, body: str, limit: bool = False) -> bool:
         """Whether a region cut by the end of the text holds a whole body: its syntax is closed (or,
-        without one, its content parses)."""
+        without one, its content parses). ``limit``: the token limit cut it, so a region that is one value
+        (one call) is not whole, whatever its syntax says: its close never came."""
         if not body.strip():
             return False  # cut right after the opener
         if field.parser.recover is not None:
             return True  # a list of items: its whole items are kept, the cut one is reported
+        if limit:
+            return False
         if self._tracker is not None:  # every character of the body went through _emit_to
             return self._tracker.complete()
         try:

@@ -204,6 +204,23 @@ def test_builtin_corpus_token_path_equals_text_path(family: str) -> None:
     assert failures == []
 
 
+def test_token_ids_take_the_finish_reason() -> None:
+    """A Qwen 3.5 call the token limit cut between two parameters: ``finish_reason="length"`` reports it, as
+    on the text path; without it the text-only rule keeps it (the model may have dropped its close)."""
+    tokenizer = tk.family_tokenizer("qwen3_5")
+    text = "Running it.\n\n<tool_call>\n<function=run>\n<parameter=command>\nls\n</parameter>\n"
+    ids = tk.encode(tokenizer, text)
+    for reason in (None, "stop", "length"):
+        expected = chatparse.parse_response(text, "qwen3.5", prefix="", on_malformed="keep", finish_reason=reason)
+        assert ("tool_calls" in expected) == (reason != "length")
+        got = parse_response(ids, "qwen3.5", tokenizer=tokenizer, prefix="", on_malformed="keep", finish_reason=reason)
+        assert got == expected
+        parser = TokenResponseParser("qwen3.5", "", tokenizer=tokenizer, on_malformed="keep")
+        for token in ids:
+            parser.feed([token])
+        assert parser.finalize(finish_reason=reason)[0] == expected
+
+
 # --- does the tokenizer fit the template? ----------------------------------------------------------
 
 

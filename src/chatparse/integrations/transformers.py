@@ -301,6 +301,7 @@ def parse_response(
     on_malformed: OnMalformed = "raise",
     limits: Limits | None = None,
     check: bool = True,
+    finish_reason: str | list[str | None] | None = None,
 ) -> Any:
     """Parse a generation given as token ids (or text) into a message, as ``tokenizer.parse_response`` does.
 
@@ -308,14 +309,17 @@ def parse_response(
     2-D array (a list of messages); strings and lists of strings pass through. Ids are decoded with
     ``tokenizer.decode`` (special tokens kept). ``template`` defaults to ``tokenizer.response_template``.
     ``prefix`` (required) is text or token ids, one for all or one per generation; ``[]`` or ``""`` opts
-    out. ``check`` runs ``check_tokenizer`` first. Otherwise as ``chatparse.parse_response``.
+    out. ``check`` runs ``check_tokenizer`` first. ``finish_reason`` (``"length"``: the token limit cut the
+    generation; one for all or one per generation) as in ``chatparse.parse_response``.
+    Otherwise as ``chatparse.parse_response``.
     """
     compiled = _checked_template(tokenizer, template, check)
     if prefix is _UNSET or prefix is None:
         ResponseParser(compiled, None)  # raises the PrefixRequiredError with the full explanation
     texts, batched = _texts(tokenizer, response, "response")
     prefixes = _prefixes(tokenizer, prefix, len(texts))
-    options: dict[str, Any] = {"tools": tools, "on_malformed": on_malformed, "limits": limits}
+    options: dict[str, Any] = {"tools": tools, "on_malformed": on_malformed, "limits": limits,
+                               "finish_reason": finish_reason}
     if not batched:
         return parse_text(texts[0], compiled, prefix=prefixes[0], **options)
     return parse_text(texts, compiled, prefix=prefixes, **options)
@@ -358,13 +362,14 @@ class TokenResponseParser:
         text = self.detokenizer.feed(ids)
         return self.parser.feed(text) if text else []
 
-    def finalize(self) -> tuple[dict[str, Any], list[Event]]:
-        """The final message and the last events (the held text, then the closing events)."""
+    def finalize(self, *, finish_reason: str | None = None) -> tuple[dict[str, Any], list[Event]]:
+        """The final message and the last events (the held text, then the closing events);
+        ``finish_reason`` as in ``ResponseParser.finalize`` (``"length"``: the token limit cut it)."""
         self._check_open()
         self._finalized = True
         tail = self.detokenizer.finish()
         events = self.parser.feed(tail) if tail else []
-        message, final = self.parser.finalize()
+        message, final = self.parser.finalize(finish_reason=finish_reason)
         return message, events + final
 
     def _check_open(self) -> None:

@@ -70,6 +70,14 @@ def test_dict_of_columns() -> None:
     check_values(values)
 
 
+def test_a_finish_reason_column_reaches_the_parser() -> None:
+    cut = "<tool_call>\n<function=run>\n<parameter=command>\nls\n</parameter>\n"
+    table = pa.table({"output": [cut, cut], "finish_reason": ["stop", "length"]})
+    out = BatchParser("qwen3.5", prefix="")(table).to_pydict()
+    assert [[c["name"] for c in calls] for calls in out["tool_calls"]] == [["run"], []]
+    assert [[m["code"] for m in found] for found in out["malformed"]] == [[], ["truncated"]]
+
+
 def test_column_names_prefix_and_default_prompt() -> None:
     parser = BatchParser("qwen3", output_column="response", prefix_column="prompt", prefix="",
                          message_column="parsed", column_prefix="cp_")

@@ -31,14 +31,31 @@ def test_a_row_parses_by_its_keys() -> None:
         ({"output": "x", "prefix": [{"role": "user", "content": "hi"}]}, "bad_prefix", "prefix"),
         ({"output": "x", "prefix": "", "tools": "{not json"}, "bad_tools", "tools"),
         ({"output": "x", "prefix": "", "tools": 5}, "bad_tools", "tools"),
+        ({"output": "x", "prefix": "", "finish_reason": 1}, "bad_finish_reason", "finish_reason"),
     ],
     ids=["no-output", "output-not-text", "no-prefix", "null-prefix", "chat-messages-prefix", "tools-not-json",
-         "tools-not-list"],
+         "tools-not-list", "finish-reason-not-text"],
 )
 def test_a_bad_row_is_an_error_with_its_code_and_key(row: dict[str, object], code: str, key: str) -> None:
     outcome = RowParser("qwen3").parse_row(row)
     assert outcome.message is None and outcome.error is not None
     assert (outcome.error["code"], outcome.error["key"]) == (code, key)
+
+
+# A Qwen 3.5 call that stops after its first parameter's close: the model dropped '</function>' (stop), or
+# the token limit cut it before the next parameter (length).
+CUT_CALL = "<tool_call>\n<function=run>\n<parameter=command>\nls\n</parameter>\n"
+
+
+def test_a_rows_finish_reason_reaches_the_parser() -> None:
+    rows = RowParser("qwen3.5", RowOptions(prefix=""))
+    stopped = rows.parse_row({"output": CUT_CALL, "finish_reason": "stop"})
+    assert stopped.message is not None and [c["function"]["name"] for c in stopped.message["tool_calls"]] == ["run"]
+    cut = rows.parse_row({"output": CUT_CALL, "finish_reason": "length"})
+    assert cut.message is not None and "tool_calls" not in cut.message
+    assert [m["code"] for m in cut.message["malformed"]] == ["truncated"]
+    named = RowParser("qwen3.5", RowOptions(prefix="", finish_reason_field="stop_reason"))
+    assert named.parse_row({"output": CUT_CALL, "stop_reason": "length"}).message == cut.message
 
 
 def test_the_prefix_option_stands_in_only_for_a_missing_prefix() -> None:

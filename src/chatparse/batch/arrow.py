@@ -140,8 +140,9 @@ class BatchParser:
         outputs = column(o.output_field)
         prefixes = column(o.prefix_field) if o.prefix_field in names else absent
         tools = column(o.tools_field) if o.tools_field in names else absent
+        reasons = column(o.finish_reason_field) if o.finish_reason_field in names else absent
         parse = self.rows.parse_values
-        return [parse(out, pre, tl) for out, pre, tl in zip(outputs, prefixes, tools, strict=True)]
+        return [parse(out, pre, tl, why) for out, pre, tl, why in zip(outputs, prefixes, tools, reasons, strict=True)]
 
     def columns(self, outcomes: Sequence[Outcome]) -> dict[str, list[Any]]:
         """The typed columns of these outcomes as Python lists, keyed by output name."""

@@ -18,6 +18,7 @@ from chatparse.template.compile import CompiledTemplate, load_template
 OUTPUT_FIELD = "output"
 PREFIX_FIELD = "prefix"
 TOOLS_FIELD = "tools"
+FINISH_REASON_FIELD = "finish_reason"
 
 
 class RowError(ChatparseError, ValueError):
@@ -53,11 +54,14 @@ class RowOptions:
 
     ``prefix`` is used for a row without one (``None``: such a row is an error; ``""`` opts out of
     prefixes explicitly). ``tools`` is one tool list for every row; a row's own ``tools`` wins. ``limits``
-    are the engine's regex time budgets and hold-back cap (``chatparse.Limits``)."""
+    are the engine's regex time budgets and hold-back cap (``chatparse.Limits``). A row's
+    ``finish_reason`` (as engines write it: ``"length"`` when the token limit cut the text) is passed to
+    the parser: a call whose close never came in a cut row is reported ``truncated``."""
 
     output_field: str = OUTPUT_FIELD
     prefix_field: str = PREFIX_FIELD
     tools_field: str = TOOLS_FIELD
+    finish_reason_field: str = FINISH_REASON_FIELD
     prefix: str | None = None
     tools: Sequence[Any] | None = None
     on_malformed: OnMalformed = "recover"
@@ -80,9 +84,10 @@ class RowParser:
     def parse_row(self, row: Mapping[str, Any]) -> Outcome:
         """The row's message, or its error; never raises for a row's content."""
         o = self.options
-        return self.parse_values(row.get(o.output_field), row.get(o.prefix_field), row.get(o.tools_field))
+        return self.parse_values(row.get(o.output_field), row.get(o.prefix_field), row.get(o.tools_field),
+                                 row.get(o.finish_reason_field))
 
-    def parse_values(self, output: Any, prefix: Any, tools: Any) -> Outcome:
+    def parse_values(self, output: Any, prefix: Any, tools: Any, finish_reason: Any = None) -> Outcome:
         o = self.options
         if not isinstance(output, str):
             return _missing_text(o.output_field, output)
@@ -103,13 +108,16 @@ class RowParser:
                 f"{_kind(prefix)}. Render the conversation with the chat template first.",
                 key=o.prefix_field,
             )
+        if finish_reason is not None and not isinstance(finish_reason, str):
+            return failed("bad_finish_reason", f"Expected '{o.finish_reason_field}' as text such as 'stop' or "
+                          f"'length', found {_kind(finish_reason)}", key=o.finish_reason_field)
         try:
             row_tools = _tools(tools, o.tools_field) if tools is not None else o.tools
         except RowError as exc:
             return Outcome(error=error_dict(exc))
         try:
             message = parse_response(output, self.template, prefix=prefix, tools=row_tools,
-                                     on_malformed=o.on_malformed, limits=o.limits)
+                                     on_malformed=o.on_malformed, limits=o.limits, finish_reason=finish_reason)
         except ChatparseError as exc:
             return Outcome(error=error_dict(exc))
         return Outcome(message=message)

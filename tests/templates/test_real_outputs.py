@@ -159,7 +159,7 @@ def test_a_call_the_token_limit_cut_is_never_returned(family: str, path: Path) -
     assert chatparse.parse_response(case["output"], template, prefix=case["prefix"], finish_reason="stop",
                                     **options)["tool_calls"] == full
     rng = random.Random(zlib.crc32(case_id(family, path).encode()) + 1)
-    for k in _cut_points(case["output"], rng):
+    for k in _cut_points(case["output"], rng, limit=96):
         text = case["output"][:k]
         message = chatparse.parse_response(text, template, prefix=case["prefix"], finish_reason="length", **options)
         got = message.get("tool_calls", [])

@@ -64,6 +64,8 @@ def _words_cut(scanner: DelimiterScanner, buf: str, start: int) -> bool:
     (see ``ResponseParser._cut_markers``)."""
     delim = scanner.delim
     return _WORDS.fullmatch(buf, start) is not None and (delim.literals is not None or not delim.info.looks_ahead)
+
+
 _Watch = tuple[int, CompiledField | None, DelimiterScanner]
 # (single trigger character or None, trigger pattern, lead-run test or None, the fast path may hold a
 # trailing lead run itself, field, dirty)

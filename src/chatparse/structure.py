@@ -38,6 +38,11 @@ class Structure:
 
     syntax: str | None = None
     spans: tuple[tuple[str, str], ...] = ()
+    # (close, regex) pairs: a span's close literal counts only where this regex matches right after it
+    # (the format's structural continuation: ``</parameter>`` followed by the next parameter or the call's
+    # close), so close text inside a value that the structure does not go on after is data. At the end of
+    # the text a close the regex could still match after counts (the value was cut right after it).
+    follows: tuple[tuple[str, str], ...] = ()
 
     def tracker(self) -> BodyTracker:
         return BodyTracker(_tables(self))
@@ -54,6 +59,7 @@ class _Tables:
     scan: object  # pattern: the next token or bracket
     longest: int
     token_firsts: frozenset[str]  # the first characters of the tokens
+    follow: dict[str, Any]  # span close literal -> the compiled pattern that must follow it
 
 
 _TABLE_CACHE: dict[Structure, _Tables] = {}
@@ -71,7 +77,8 @@ def _tables(structure: Structure) -> _Tables:
     first = regex.compile("|".join([*parts, r"\S"]), regex.DOTALL)
     tables = _Tables(structure, frozenset(brackets[0::2]), frozenset(brackets[1::2]), tokens,
                      dict(structure.spans), first, scan, max(map(len, tokens), default=1),
-                     frozenset(token[0] for token in tokens))
+                     frozenset(token[0] for token in tokens),
+                     {close: regex.compile(pattern, regex.DOTALL) for close, pattern in structure.follows})
     _TABLE_CACHE[structure] = tables
     return tables
 
@@ -79,7 +86,7 @@ def _tables(structure: Structure) -> _Tables:
 class BodyTracker:
     """Where a body stands syntactically after the text fed so far (see the module docstring)."""
 
-    __slots__ = ("_carry", "_close", "_depth", "_escapes", "_json", "_started", "_t", "ended")
+    __slots__ = ("_carry", "_close", "_depth", "_escapes", "_json", "_started", "_t", "ended", "spans_opened")
 
     def __init__(self, tables: _Tables) -> None:
         self._t = tables
@@ -89,6 +96,7 @@ class BodyTracker:
         self._started = tables.structure.syntax is None  # a visible character of the value was seen
         self._carry = ""  # text at the end of the last feed that may be the start of a longer token
         self.ended = False  # the top-level bracketed value closed (depth back to 0)
+        self.spans_opened = 0  # how many spans have opened: tells one open span from a later one
         self._json = tables.structure.syntax == "json" and not tables.structure.spans  # see ``_consume_json``
 
     # --- queries ---------------------------------------------------------------------------------
@@ -103,6 +111,22 @@ class BodyTracker:
     def in_data(self) -> bool:
         """True inside a string or an opaque span: a marker starting here is data, not a delimiter."""
         return self._settled()._close is not None
+
+    def in_data_before(self, following: str) -> bool:
+        """``in_data`` where ``following`` is the text right after what was fed (a marker found there and
+        what comes after it): a span close still waiting for the text after it is decided by it."""
+        if not self._carry:
+            return self._close is not None
+        clone = copy.copy(self)
+        carry, clone._carry = clone._carry, ""
+        clone._consume(carry + following, final=True, stop=False, limit=len(carry))
+        return clone._close is not None
+
+    @property
+    def open_span(self) -> int:
+        """The number of the span open now (``spans_opened`` when it opened), or -1 outside spans."""
+        state = self._settled()
+        return state.spans_opened if state._close is not None and not state._escapes else -1
 
     def complete(self) -> bool:
         """True when the body is whole as the text ends: no string, span or bracket left open, no span
@@ -137,15 +161,16 @@ class BodyTracker:
         end = self._consume(work, final=False, stop=stop_at_value_end)
         return -1 if end < 0 else end - carried
 
-    def _consume(self, work: str, *, final: bool, stop: bool) -> int:
+    def _consume(self, work: str, *, final: bool, stop: bool, limit: int = -1) -> int:
+        """Read ``work`` (to ``limit`` when given: the text after it only decides span closes)."""
         t = self._t
-        pos, size = 0, len(work)
+        pos, size = 0, len(work) if limit < 0 else limit
         while pos < size:
             if self._close is not None:
-                pos = self._in_string(work, pos, final)
+                pos = self._in_string(work, pos, final, size)
                 continue
             pattern = t.scan if self._started else t.first
-            m = pattern.search(work, pos)  # type: ignore[attr-defined]
+            m = pattern.search(work, pos, size)  # type: ignore[attr-defined]
             if m is None:
                 if not final:
                     self._carry = _token_prefix_suffix(work, pos, t)
@@ -171,6 +196,7 @@ class BodyTracker:
             elif token in t.span_close:
                 self._close, self._escapes = t.span_close[token], False
                 self._started = True
+                self.spans_opened += 1
             elif token in t.tokens:
                 self._close, self._escapes = token, True
                 self._started = True
@@ -212,12 +238,15 @@ class BodyTracker:
         elif last[0] == '"' and last[-1] == "\\" and _JSON_STRING_REST.match(last, 1).end() == len(last) - 1:
             self._close, self._escapes, self._carry = '"', True, "\\"
 
-    def _in_string(self, work: str, pos: int, final: bool) -> int:
-        """Advance inside the open string or span; returns the new position (the end without a close).
-        Each ``find`` starts past the previous one, so a run of escapes costs linear time."""
+    def _in_string(self, work: str, pos: int, final: bool, size: int) -> int:
+        """Advance inside the open string or span up to ``size`` (text after it is only looked at); returns
+        the new position (``size`` without a close). Each ``find`` starts past the previous one, so a run
+        of escapes costs linear time."""
         close = self._close
         assert close is not None
         close_at = work.find(close, pos)
+        if close_at >= size:
+            close_at = -1
         if self._escapes:
             # A backslash only matters before the close found: search no further (linear overall).
             slash_at = work.find("\\", pos, close_at if close_at >= 0 else len(work))
@@ -225,15 +254,31 @@ class BodyTracker:
                 if slash_at + 1 >= len(work):
                     if not final:
                         self._carry = "\\"
-                    return len(work)
+                    return size
                 pos = slash_at + 2
                 if 0 <= close_at < pos:
                     close_at = work.find(close, pos)
                 slash_at = work.find("\\", pos, close_at if close_at >= 0 else len(work))
+        elif close in self._t.follow:
+            follow = self._t.follow[close]
+            while close_at >= 0:
+                if final:  # all the text there is: the pattern must match in it (``\Z`` for the text's end)
+                    if follow.match(work, close_at + len(close)) is not None:
+                        break
+                else:
+                    m = follow.match(work, close_at + len(close), partial=True)
+                    if m is not None and not m.partial and m.end() < len(work):
+                        break  # the structure goes on after it: a close
+                    if m is not None:  # undecided until more text comes: wait from the close on
+                        self._carry = work[close_at:size]
+                        return size
+                close_at = work.find(close, close_at + 1)  # close text the structure does not follow: data
+                if close_at >= size:
+                    close_at = -1
         if close_at < 0:
             if not final:
-                self._carry = _literal_prefix_suffix(work, pos, close)
-            return len(work)
+                self._carry = _literal_prefix_suffix(work[:size], pos, close)
+            return size
         self._close = None
         return close_at + len(close)
 

@@ -112,8 +112,9 @@ def test_truncated_mid_value() -> None:
     assert result.status == "truncated"
     assert result.arguments == {"path": "src/app.py"}
     assert result.partial_key == "content"
-    assert result.partial_text == "def f():\n    "
-    assert "".join(progress) == "def f():\n    "
+    # The newline and indentation at the end are held: they are layout if a close follows them.
+    assert result.partial_text == "def f():"
+    assert "".join(progress) == "def f():"
     assert completed == [("path", "src/app.py")]
 
 
@@ -242,7 +243,7 @@ def test_parameters_after_the_function_close_are_unexpected() -> None:
     assert stream.finish().ok
 
 
-@pytest.mark.parametrize("between", ["<parameter=con\ntent>", "</tool_call>", "<function=g>", "<tool_call>"])
+@pytest.mark.parametrize("between", ["<parameter=con\ntent>", "</tool_call>"])
 def test_only_the_engines_layout_continues_after_a_parameter(between: str) -> None:
     """Where the engine's xml-params reads a tag into the value before (a name with a newline, call tags
     between parameters), the stream stops instead of announcing that value as complete (an OpenAI
@@ -253,3 +254,22 @@ def test_only_the_engines_layout_continues_after_a_parameter(between: str) -> No
     result = stream.finish()
     assert (result.status, result.error and result.error.code) == ("invalid", "unexpected_text")
     assert "b" not in completed
+
+
+@pytest.mark.parametrize("between", ["<function=g>", "<tool_call>"])
+def test_a_call_tag_after_a_close_is_data_of_the_value_as_in_the_engine(between: str) -> None:
+    """A '</parameter>' that the call's structure does not go on after (a call tag follows it) is data of
+    the value, and so is the parameter tag after it (a value that quotes a close quotes the format): the
+    stream reads the value the engine's xml-params reads, and announces nothing else."""
+    from chatparse.content.xml_params import parse_xml_params
+
+    body = f"\n<parameter=a>\n1\n</parameter>\n{between}\n<parameter=b>\n2\n</parameter>\n"
+    completed: list[tuple[str, object]] = []
+    stream = XMLArgumentStream(lambda key, value: completed.append((key, value)))
+    for piece in (body[i : i + 3] for i in range(0, len(body), 3)):
+        stream.feed(piece)
+    result = stream.finish()
+    engine = parse_xml_params(body, {"param_open": "<parameter=(?P<key>[^>\\n]+)>", "value_close": "</parameter>",
+                                     "strip_newlines": True, "trailer": "</function>"})
+    assert result.status == "complete"
+    assert dict(completed) == result.arguments == engine == {"a": f"1\n</parameter>\n{between}\n<parameter=b>\n2"}

@@ -70,6 +70,8 @@ def _check_xml_inline_typed(args: Args) -> None:
 # --- xml-params -----------------------------------------------------------------------------------
 
 _PLACEHOLDER = regex.compile(r"\{(\w+)\}")
+# The layout before a value's close: its newline and the indentation after it (``    </parameter>``).
+_LAYOUT_END = regex.compile(r"\n[ \t]*\Z")
 _VALUE_ENDS = ("next_param", "close")
 _XML_PARAMS_ARGS: dict[str, type | tuple[type, ...]] = {
     "param_open": str,
@@ -103,10 +105,11 @@ def _unclosed(text: str, trailer: str) -> str:
     return text[:-1] if text.endswith("\n") else text
 
 
-def _first_structural_close(body: str, close: str, start: int, opener: Searcher, trailer: str) -> int:
-    """Where the value that starts at ``start`` ends in ``close`` mode: the first ``close`` followed by
-    whitespace and then the next parameter, the trailer or the end of the body; failing that, the first
-    ``close``; -1 when there is none."""
+def _first_structural_close(body: str, close: str, start: int, opener: Searcher, trailer: str, *,
+                            strict: bool = False) -> int:
+    """Where the value that starts at ``start`` ends: the first ``close`` followed by whitespace and then
+    the next parameter, the trailer or the end of the body (the format's structure goes on after it);
+    failing that, the first ``close`` (``strict``: -1); -1 when there is none."""
     first = at = body.find(close, start)
     while at >= 0:
         after = at + len(close)
@@ -116,7 +119,28 @@ def _first_structural_close(body: str, close: str, start: int, opener: Searcher,
         if gap == len(body) or opener.match(body, gap) or (trailer and body.startswith(trailer, gap)):
             return at
         at = body.find(close, after)
-    return first
+    return -1 if strict else first
+
+
+def _dropped_closes(raw: str, groups: dict[str, Any], opener: Searcher, close: str,
+                    ) -> list[tuple[dict[str, Any], str, bool]]:
+    """A value that holds no close text but holds parameter openers at the start of a line, as the
+    format lays a parameter out: the model dropped the closes before them (vLLM's Qwen3-Coder parser reads
+    it so), and each opener starts a parameter. Any other opener in a value is data: one mid-line, or in a
+    value that also holds close text (a quote of the format writes both). ``(captures, value, closed)``
+    for each parameter, in order."""
+    if close in raw:
+        return [(groups, raw, True)]
+    out: list[tuple[dict[str, Any], str, bool]] = []
+    start = 0
+    m = opener.search(raw, 0)
+    while m is not None:
+        if m.start() > 0 and raw[m.start() - 1] == "\n":
+            out.append((groups, raw[start : m.start()], False))
+            groups, start = m.groupdict(), m.end()
+        m = opener.search(raw, m.end())
+    out.append((groups, raw[start:], True))
+    return out
 
 
 def parse_xml_params(text: str, args: Args) -> dict[str, Any]:
@@ -129,11 +153,15 @@ def parse_xml_params(text: str, args: Args) -> dict[str, Any]:
       optionally ``kind`` (picks the value parser) and any group ``value_close`` refers to.
     - ``value_close`` (required): the literal that closes a value; ``{group}`` placeholders are filled from
       the opener's captures, so each opener spelling pairs with its own close.
-    - ``value_ends``: ``"next_param"`` (default; formats whose models drop a value's close: a value also
-      ends at the next parameter opener, and its close is the last one in that stretch followed only by
-      whitespace and the trailer, so close text inside a value is data) or ``"close"`` (a value ends only
-      at its close: the first one followed by the next parameter, the trailer or the end of the body).
-    - ``strip_newlines``: exactly one leading and one trailing newline of each value are layout.
+    - ``value_ends``: ``"next_param"`` (default; formats whose models drop a value's close) or ``"close"``.
+      Either way a value ends at the first close the format's structure goes on after (whitespace, then
+      the next parameter opener, the trailer or the end of the body): close text followed by anything
+      else is data, and so is an opener inside a value. ``"close"``: a value without such a close is an
+      error. ``"next_param"``: a value without one runs to the trailer (the model dropped the last
+      close), and a value that holds no close text but holds openers at the start of a line is several
+      parameters whose closes the model dropped.
+    - ``strip_newlines``: the newline after a parameter's opener and the newline plus indentation before
+      its close are layout (the format writes ``<parameter=K>\nV\n</parameter>``).
     - ``trailer``: a literal that may end the body (a call close the region left in it, ``</function>``);
       it also ends a value whose close is missing.
     - ``json_body``: a body with no parameter that holds a JSON object is the arguments themselves.
@@ -163,35 +191,31 @@ def parse_xml_params(text: str, args: Args) -> dict[str, Any]:
         groups = m.groupdict()
         close = fixed_close or _close_literal(close_template, groups)
         start = m.end()
-        if next_param:
-            following = opener.search(text, start)
-            end = following.start() if following is not None else len(text)
-            stretch = text[start:end]
-            at = stretch.rfind(close)
-            rest = stretch[at + len(close) :] if at >= 0 else ""
-            if at >= 0 and _blank(rest, trailer if following is None else ""):
-                raw = stretch[:at]
-            elif at >= 0 and trailer and following is None and rest.lstrip().startswith(trailer):
-                raise ValueError(f"xml-params: text after the call's close: {excerpt(rest)}")
-            else:
-                raw = _unclosed(stretch, trailer if following is None else "")
-            m = following
-        else:
-            at = _first_structural_close(text, close, start, opener, trailer)
-            if at < 0:
-                raise ValueError(f"xml-params: the value of {groups['key'].strip()!r} has no {close!r}")
+        at = _first_structural_close(text, close, start, opener, trailer, strict=next_param)
+        if at >= 0:
             raw = text[start:at]
             after = at + len(close)
             m = opener.search(text, after)
             between = text[after : m.start() if m is not None else len(text)]
             if not _blank(between, trailer if m is None else ""):
-                raise ValueError(f"xml-params: text between parameters: {excerpt(between)}")
-        if strip_newlines:
-            raw = raw[1:] if raw.startswith("\n") else raw
-            raw = raw[:-1] if raw.endswith("\n") else raw
-        kind = groups.get("kind")
-        spec = parsers.get(kind, default) if kind is not None else default
-        out[groups["key"].strip()] = parse_value(raw, spec)
+                where = "after the call's close" if trailer and between.lstrip().startswith(trailer) else \
+                    "between parameters"
+                raise ValueError(f"xml-params: text {where}: {excerpt(between)}")
+        elif next_param:  # the last value's close was dropped: it runs to the call's close
+            raw, m = _unclosed(text[start:], trailer), None
+        else:
+            raise ValueError(f"xml-params: the value of {groups['key'].strip()!r} has no {close!r} that the "
+                             f"call goes on after (the next parameter, the call's close or its end)")
+        values = _dropped_closes(raw, groups, opener, close) if next_param else [(groups, raw, True)]
+        for captures, value, closed in values:
+            if not closed:
+                value = value[:-1] if value.endswith("\n") else value
+            if strip_newlines:
+                value = value[1:] if value.startswith("\n") else value
+                value = _LAYOUT_END.sub("", value, count=1)
+            kind = captures.get("kind")
+            spec = parsers.get(kind, default) if kind is not None else default
+            out[captures["key"].strip()] = parse_value(value, spec)
     return out
 
 

@@ -54,6 +54,12 @@ _MEMO_SIZE = 4096
 _STILL_FORMING = (None, 0)  # the remembered answer "nothing to commit, hold from the scan position"
 _CONTENT_FEEDS = 4  # a content parser's regexes may take this many feed budgets (plus the per-character part)
 _SCALARS = frozenset({str, int, float, bool, type(None)})  # default values shared, not copied
+# ``chatparse.span_fallback``: how many times one parse may go back to a marker the guard took as data (each
+# time re-reads the text after it once; a cap keeps a hostile text of many unclosed spans linear).
+_MAX_FALLBACKS = 16
+# How much text after a marker the body syntax may look at to decide a span close before it (a span's
+# follow pattern reads whitespace and a tag: ``\s{0,256}<parameter=``).
+_PEEK = 512
 # Text that reads as words (letters, digits, spaces): at the end of a text region it is text, even when it
 # begins a header written in words (GigaChat's 'user<|role_sep|>': a reply may end with "ask the user").
 _WORDS = regex.compile(r"[\w\s]*")
@@ -140,6 +146,10 @@ class ResponseParser:
         # The open region's body syntax (``chatparse.structure``) and the buffer position it has read to.
         self._tracker: BodyTracker | None = None
         self._tracked_to = 0
+        # ``chatparse.span_fallback``: the first marker the guard took as data inside the span open now
+        # (span number, body pieces before it, kind, captures, marker text), and how often one was used.
+        self._fallback: tuple[int, int, int, dict[str, Any], str] | None = None
+        self._fallbacks_used = 0
         self._ended = False  # the end of the turn was found: the rest of the text is trailing
         self._trailing: list[str] = []
         # Templates with chatparse's extensions never drop text silently: what no region takes (in a
@@ -859,7 +869,7 @@ class ResponseParser:
             best, hold = self._scan(eos) if self._tracker is not None else self._scan_delimiters(eos)
             if best is not None:
                 kind, field, hit = best
-                if kind != _OPEN and self._guards_data(events, hit):
+                if kind != _OPEN and self._guards_data(events, hit, kind):
                     continue
                 if hit.start > self._pos:
                     self._emit_to(events, hit.start)
@@ -888,6 +898,8 @@ class ResponseParser:
                     break  # a zero-width close of an empty region would fire forever
                 continue
             if eos:
+                if self._fallback is not None and self._take_fallback(events):
+                    continue
                 self._cut_markers(events)
                 if self._pos < len(self._buf):
                     self._emit_to(events, len(self._buf))
@@ -897,20 +909,64 @@ class ResponseParser:
                 self._emit_to(events, hold)
             break
 
-    def _guards_data(self, events: list[Event], hit: Hit) -> bool:
+    def _guards_data(self, events: list[Event], hit: Hit, kind: int) -> bool:
         """For a guarded region: True (and the marker taken as body text) when ``hit`` starts inside a
         string or span of the body, where a marker is data."""
         tracker = self._tracker
         if tracker is None or not self._opened or self._current == self._implicit:
             return False
-        if not self._template.fields[self._current].ext.guard:  # type: ignore[index]
+        ext = self._template.fields[self._current].ext  # type: ignore[index]
+        if not ext.guard:
             return False
         self._emit_to(events, hit.start)
-        if not tracker.in_data:
+        # The marker and the text after it decide a span close that waits for what follows it.
+        if not tracker.in_data_before(self._buf[hit.start : hit.start + _PEEK]):
             return False
+        if ext.span_fallback:
+            span = tracker.open_span
+            if span >= 0 and (self._fallback is None or self._fallback[0] != span):
+                marker = self._buf[hit.start : hit.end]
+                self._fallback = (span, len(self._body), kind, dict(hit.groups), marker)
         if hit.end == hit.start:
             self._zw_data = hit.start  # a lookahead close inside a string: not here (the scan moves on)
         self._emit_to(events, hit.end)
+        return True
+
+    def _take_fallback(self, events: list[Event]) -> bool:
+        """At the end of the text, with ``chatparse.span_fallback``: when the span in which the guard took
+        a marker as data never closed (the model dropped the value's close), the marker counts after all:
+        the region ends there as the marker says, and the text after it is read again from that point.
+        True when it did (the caller scans the new buffer); False when the span closed after all."""
+        fallback, self._fallback = self._fallback, None
+        tracker = self._tracker
+        if fallback is None or tracker is None or self._fallbacks_used >= _MAX_FALLBACKS:
+            return False
+        buf = self._buf
+        if self._tracked_to < len(buf):  # the unresolved tail: does the span close in it?
+            tracker.feed(buf[max(self._tracked_to, self._pos) :])
+            self._tracked_to = len(buf)
+        span, index, kind, groups, marker = fallback
+        if tracker.open_span != span:
+            return False
+        rest = "".join(self._body[index:]) + buf[self._pos :]
+        del self._body[index:]
+        self._fallbacks_used += 1
+        if kind == _CLOSE:
+            self._captures.update({k: v for k, v in groups.items() if v is not None})
+            self._close_current(events, close_text=marker)
+            rest = rest[len(marker) :]
+        else:  # the end of the turn (a next turn's header starts the trailing text)
+            self._close_current(events, cut=True)
+            self._ended = True
+            if kind == _END:
+                rest = rest[len(marker) :]
+        # A new buffer: the scanners' positions and the remembered answers of the old one no longer apply.
+        self._buf, self._pos, self._tracked_to = rest, 0, 0
+        self._zw_block = self._zw_data = -1
+        self._version += 1
+        self._known = None
+        self._watch = self._build_watchlists()
+        self._scan_orders = {id(watch): _literal_first(watch) for watch in self._watch.values()}
         return True
 
     def _emit_to(self, events: list[Event], end: int) -> None:
@@ -1074,7 +1130,14 @@ class ResponseParser:
         if limit:
             return False
         if self._tracker is not None:  # every character of the body went through _emit_to
-            return self._tracker.complete()
+            if self._tracker.complete():
+                return True
+            # A value written without the layout the span's close expects (``v</parameter>`` on one line)
+            # leaves the span open; with ``span_fallback`` a body that ends with the call's own close (the
+            # ``trailer`` its content parser reads) is still a whole call when its content parses.
+            trailer = field.content_args.get("trailer") if field.ext.span_fallback else None
+            if not trailer or not body.rstrip().endswith(trailer):
+                return False
         try:
             run_content_parser(field, body)
         except OutputError:
@@ -1144,6 +1207,7 @@ class ResponseParser:
 
     def _reset_to_implicit(self) -> None:
         self._zw_data = -1
+        self._fallback = None
         self._current = self._implicit
         self._captures = {}
         self._body = []

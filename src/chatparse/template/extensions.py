@@ -14,9 +14,14 @@ Template level:
 
 Field level:
 - ``structure``: the body's syntax, ``"json"``, ``"python"`` or ``{"syntax": ..., "spans": [[open,
-  close], ...]}`` (opaque spans such as ``<arg_value>`` … ``</arg_value>``), followed as it streams.
+  close], ...]}`` (opaque spans such as ``<arg_value>`` … ``</arg_value>``), followed as it streams. A
+  span may name a third item, a regex the text right after its close must match for the close to count
+  (``</parameter>`` closes a value only where the next parameter or the call's close follows).
 - ``guard`` (default true with a structure): the close and the end markers count only outside strings
   and spans, so marker text inside a value is data.
+- ``span_fallback``: for formats whose models drop a value's close. When the text ends with a span still
+  open, the first marker the guard took as data inside that span (the region's close, an end marker, a
+  next-turn header) counts after all, as if the guard had been off from there on.
 - ``ends_with_value``: the region closes where its top-level bracketed value ends (bare JSON calls).
 - ``truncation``: a region the end of the text (or the end marker) closes instead of its own close is
   checked: an incomplete body (or one that fails to parse) is reported as ``truncated`` and never
@@ -33,13 +38,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import regex
+
 from chatparse.errors import TemplateError
 from chatparse.structure import SYNTAXES, Structure
 
 EXTENSION_KEY = "chatparse"
 TEMPLATE_EXT_KEYS = ("end", "next_turn", "discard_after_end", "drop")
 FIELD_EXT_KEYS = ("structure", "guard", "ends_with_value", "truncation", "extend", "strip_joined",
-                  "python_literals")
+                  "python_literals", "span_fallback")
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,7 @@ class FieldExt:
     extend: bool = False
     strip_joined: bool = False
     python_literals: bool = False
+    span_fallback: bool = False
 
 
 NO_TEMPLATE_EXT = TemplateExt()
@@ -132,14 +140,26 @@ def _structure(raw: Any, scope: str, field: str) -> Structure:
                     f"{syntax!r}", "bad_value", field=field, key="structure")
     spans = raw.get("spans", [])
     if not isinstance(spans, list) or not all(
-        isinstance(pair, list) and len(pair) == 2 and all(isinstance(s, str) and s for s in pair) for pair in spans
+        isinstance(pair, list) and len(pair) in (2, 3) and all(isinstance(s, str) and s for s in pair)
+        for pair in spans
     ):
-        raise _fail(f"{scope}: '{EXTENSION_KEY}.structure.spans' must be a list of [open, close] pairs of non-empty "
-                    f"strings, found {spans!r}", "bad_type", field=field, key="structure")
+        raise _fail(f"{scope}: '{EXTENSION_KEY}.structure.spans' must be a list of [open, close] (or [open, close, "
+                    f"follow regex]) lists of non-empty strings, found {spans!r}", "bad_type", field=field,
+                    key="structure")
     if syntax is None and not spans:
         raise _fail(f"{scope}: '{EXTENSION_KEY}.structure' names no syntax and no spans; give one of them",
                     "empty_structure", field=field, key="structure")
-    return Structure(syntax=syntax, spans=tuple((o, c) for o, c in spans))
+    follows = []
+    for span in spans:
+        if len(span) == 3:
+            try:
+                regex.compile(span[2])
+            except regex.error as exc:
+                raise _fail(f"{scope}: the follow pattern of span {span[:2]!r} in '{EXTENSION_KEY}.structure.spans' "
+                            f"is not a valid regex ({exc}): {span[2]!r}", "bad_regex", field=field,
+                            key="structure") from exc
+            follows.append((span[1], span[2]))
+    return Structure(syntax=syntax, spans=tuple((span[0], span[1]) for span in spans), follows=tuple(follows))
 
 
 def field_ext(name: str, spec: Mapping[str, Any], *, repeats: bool, join: str | None) -> FieldExt:
@@ -169,6 +189,10 @@ def field_ext(name: str, spec: Mapping[str, Any], *, repeats: bool, join: str | 
     if strip_joined and join is None:
         raise _fail(f"{scope}: '{EXTENSION_KEY}.strip_joined' needs 'join'", "strip_without_join", field=name,
                     key="strip_joined")
+    span_fallback = _flag(raw, "span_fallback", scope, name)
+    if span_fallback and (not guard or structure is None or not structure.spans):
+        raise _fail(f"{scope}: '{EXTENSION_KEY}.span_fallback' needs a guarded structure with spans",
+                    "fallback_without_spans", field=name, key="span_fallback")
     return FieldExt(structure=structure, guard=guard, ends_with_value=ends,
                     truncation=_flag(raw, "truncation", scope, name), extend=extend, strip_joined=strip_joined,
-                    python_literals=_flag(raw, "python_literals", scope, name))
+                    python_literals=_flag(raw, "python_literals", scope, name), span_fallback=span_fallback)

@@ -11,6 +11,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import regex
+
 from chatparse.errors import InputTypeError
 from chatparse.tools.coerce import coerce_value, required_keys
 from chatparse.tools.errors import (
@@ -29,10 +31,17 @@ _OPEN_TAG = re.compile(r"<(function|parameter)=([^<>\n]+)>\Z")
 _BEFORE = frozenset({"<tool_call>", "</tool_call>", "function", "parameter", "</function>"})
 _BETWEEN = frozenset({"parameter", "</function>"})
 _AFTER_FUNCTION = frozenset({"</tool_call>"})
-# A value also ends where the next parameter opens (as in vLLM's Qwen3-Coder parser and the engine's
-# xml-params with value_ends "next_param"): a complete tag, as the engine's param_open reads it.
+# A value ends at the first '</parameter>' the call's structure goes on after (the engine's xml-params and
+# the qwen3_coder span rule): whitespace, then the next parameter, the call's close or the end of the
+# turn; at the end of the text a '</parameter>' followed only by whitespace closes too. Any other
+# '</parameter>' or '<parameter=' text is data of the value.
 _PARAMETER_PREFIX = "<parameter="
-_NEXT_PARAMETER = re.compile(rf"{_PARAMETER_PREFIX}[^>\n]{{1,{MAX_TAG_CHARS - len(_PARAMETER_PREFIX) - 1}}}>")
+_FOLLOW = regex.compile(r"\s{0,256}(?:<parameter=|</function>|</tool_call>|<\|im_end\|>|<\|endoftext\|>"
+                        r"|<\|im_start\|>)")
+_TRAILING_WS = regex.compile(r"\s{0,256}\Z")
+# A parameter opener at the start of a line inside a value with no close text: a dropped close.
+_LINE_OPENER = re.compile(rf"\n{_PARAMETER_PREFIX}([^>\n]{{1,{MAX_TAG_CHARS - len(_PARAMETER_PREFIX) - 1}}})>")
+_LAYOUT_END = re.compile(r"\n[ \t]*\Z")
 _WS = re.compile(r"\s*")
 _OUTSIDE, _TAG, _VALUE, _FAILED = range(4)
 
@@ -68,6 +77,7 @@ class XMLArgumentStream(KeyedStream):
         self._issues: list[ToolArgumentError] = []
         self._seen_text = False
         self._function_closed = False  # parameters after </function> belong to no call
+        self._value_text = False  # the open value holds '</parameter>' text (data): its openers are data too
         self._params_seen = False
 
     def feed(self, chunk: str) -> None:
@@ -146,18 +156,26 @@ class XMLArgumentStream(KeyedStream):
         held = len(self._held)
         text = self._held + chunk[i:]
         close = text.find(CLOSE_PARAMETER)
-        following = _NEXT_PARAMETER.search(text, 0, close + len(CLOSE_PARAMETER) if close >= 0 else len(text))
-        end = following.start() if following is not None else close
-        if end >= 0:
-            body = text[:end]
-            if following is not None:  # a value cut by the next tag also loses the newline written before it
-                body = body[:-1] if body.endswith("\n") else body
-            self._append(body[:-1] if body.endswith("\n") else body)  # the held tail kept that newline
-            self._end_value()
-            if following is not None:  # the value ran into the next parameter's tag: read that tag now
-                self._read_tag(following.group())
-                return i + following.end() - held
-            return i + close + len(CLOSE_PARAMETER) - held
+        while close >= 0:
+            m = _FOLLOW.match(text, close + len(CLOSE_PARAMETER), partial=True)
+            if m is not None and not m.partial:  # the structure goes on after it: the value's close
+                self._append(_LAYOUT_END.sub("", text[:close], count=1))
+                self._end_value()
+                end = close + len(CLOSE_PARAMETER)
+                if end >= held:
+                    return i + end - held
+                leftover, at = text[end:held], 0  # held text after the close (the lookahead): read it now
+                while at < len(leftover) and self._state != _FAILED:
+                    at = self._step(leftover, at)
+                return i
+            if m is not None:  # undecided until more text comes: hold from the layout before the close on
+                layout = _LAYOUT_END.search(text, 0, close)
+                start = layout.start() if layout is not None else close
+                self._append(text[:start])
+                self._held = text[start:]
+                return len(chunk)
+            self._value_text = True  # close text the structure does not go on after: data
+            close = text.find(CLOSE_PARAMETER, close + 1)
         keep = _unsafe_tail(text)
         self._held = text[len(text) - keep :]
         self._append(text[: len(text) - keep])
@@ -173,21 +191,32 @@ class XMLArgumentStream(KeyedStream):
                 self._progress(piece)
 
     def _end_value(self) -> None:
-        key = self._partial_key or ""
         raw = "".join(self._parts)
         self._held = ""
         self._state = _OUTSIDE
-        try:
-            value, issues = self._typed(key, raw)
-        except ToolDefinitionError as problem:  # the schema cannot type the value: the result names it
-            self._set_error(problem)
-            self._state = _FAILED
-            return
-        if issues:
-            self._issues.extend(issues)
-            self._partial_key = None
-            return
-        self._complete_key(key, value)
+        pieces = [(self._partial_key or "", raw)]
+        if not self._value_text and "\n<parameter=" in raw:  # closes dropped before openers on their own line
+            pieces, start = [], 0
+            for m in _LINE_OPENER.finditer(raw):
+                pieces.append((self._partial_key or "", _LAYOUT_END.sub("", raw[start : m.start()], count=1)))
+                self._partial_key, start = m.group(1).strip(), m.end() + (raw[m.end() : m.end() + 1] == "\n")
+            pieces.append((self._partial_key or "", raw[start:]))
+        self._value_text = False
+        for key, text in pieces:
+            if key in self._arguments or key in self._issue_keys():
+                self._fail("duplicate_key", f"found the parameter {key!r} twice")
+                return
+            try:
+                value, issues = self._typed(key, text)
+            except ToolDefinitionError as problem:  # the schema cannot type the value: the result names it
+                self._set_error(problem)
+                self._state = _FAILED
+                return
+            if issues:
+                self._issues.extend(issues)
+                self._partial_key = None
+                continue
+            self._complete_key(key, value)
 
     def _typed(self, key: str, raw: str) -> tuple[Any, list[ToolArgumentError]]:
         schema = self.parameters_schema
@@ -218,6 +247,10 @@ class XMLArgumentStream(KeyedStream):
         return self._seen_text
 
     def _close_at_end(self) -> None:
+        close = self._held.find(CLOSE_PARAMETER) if self._state == _VALUE else -1
+        if close >= 0 and not self._held[:close].strip(" \t\n") \
+                and _TRAILING_WS.match(self._held, close + len(CLOSE_PARAMETER)) is not None:
+            self._end_value()  # a close followed only by whitespace where the text ends
         if self._state == _OUTSIDE:
             self._check_required()
         if self._issues:
@@ -239,24 +272,20 @@ class XMLArgumentStream(KeyedStream):
 
 
 def _unsafe_tail(text: str) -> int:
-    """How many trailing characters may still be part of ``"\\n</parameter>"`` or of the next
-    ``<parameter=KEY>`` tag (at most ``MAX_TAG_CHARS``)."""
+    """How many trailing characters may still be part of ``"</parameter>"`` or of the layout before it
+    (a newline and indentation, at most ``MAX_TAG_CHARS``)."""
     keep = 0
     for size in range(min(len(CLOSE_PARAMETER) - 1, len(text)), 0, -1):
         if text.endswith(CLOSE_PARAMETER[:size]):
             keep = size
             break
-    # The first '<parameter=' with no '>' or newline after it (the tag a search finds first), within reach.
-    boundary = max(text.rfind(">"), text.rfind("\n"), len(text) - MAX_TAG_CHARS - 1)
-    opener = text.find(_PARAMETER_PREFIX, boundary + 1)
-    if opener >= 0:
-        keep = max(keep, len(text) - opener)
-    last = text.rfind("<", max(0, len(text) - len(_PARAMETER_PREFIX)))
-    if last >= 0 and _PARAMETER_PREFIX.startswith(text[last:]):
-        keep = max(keep, len(text) - last)
-    for _ in range(2):  # up to two newlines right before a tag are layout, not value
-        if len(text) > keep and text[len(text) - keep - 1] == "\n":
-            keep += 1
+    # A newline and the indentation after it, right before a close, are layout, not value.
+    at = len(text) - keep
+    lead = at
+    while lead > 0 and at - lead < MAX_TAG_CHARS and text[lead - 1] in " \t":
+        lead -= 1
+    if lead > 0 and text[lead - 1] == "\n":
+        keep = len(text) - lead + 1
     return keep
 
 

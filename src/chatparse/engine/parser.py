@@ -158,6 +158,7 @@ class ResponseParser:
         self._in_prefix = False
         self._finalized = False
         self._limit_cut = False  # finalize(finish_reason="length"): the token limit cut the text
+        self._stopped = False  # finalize(finish_reason="stop", ...): the model ended the turn itself
         self._watch = self._build_watchlists()
         # Remembered scan answers (see ``_scan_delimiters``), shared by every parser of the template: an
         # answer depends only on the template's delimiters, the state and the text (never on the limits,
@@ -553,6 +554,7 @@ class ResponseParser:
             raise InputTypeError(f"finalize(finish_reason=...) takes a str such as 'stop' or 'length', found "
                                  f"{type(finish_reason).__name__}")
         self._limit_cut = finish_reason == "length"
+        self._stopped = finish_reason is not None and not self._limit_cut  # the model ended the turn itself
         events: list[Event] = [] if self._keep_events else _Discard()
         if self._decoder is not None:
             pending = self._decoder.getstate()[0]
@@ -948,7 +950,17 @@ class ResponseParser:
         span, index, kind, groups, marker = fallback
         if tracker.open_span != span:
             return False
+        if self._limit_cut:
+            return False  # the token limit cut the value: it was still being written, the markers are data
         rest = "".join(self._body[index:]) + buf[self._pos :]
+        if kind == _CLOSE and not self._stopped:
+            # A call's close inside a value that never closed: a dropped value close, or a value quoting a
+            # call that the end of the text cut. Only the end of the turn written after it tells them apart
+            # (or the engine's finish reason saying the model stopped).
+            after = rest[len(marker) :]
+            ext = self._template.ext
+            if not any(literal in after for literal in (*ext.end, *ext.next_turn)):
+                return False
         del self._body[index:]
         self._fallbacks_used += 1
         if kind == _CLOSE:
@@ -1135,8 +1147,10 @@ class ResponseParser:
             # A value written without the layout the span's close expects (``v</parameter>`` on one line)
             # leaves the span open; with ``span_fallback`` a body that ends with the call's own close (the
             # ``trailer`` its content parser reads) is still a whole call when its content parses.
-            trailer = field.content_args.get("trailer") if field.ext.span_fallback else None
-            if not trailer or not body.rstrip().endswith(trailer):
+            args = field.content_args if field.ext.span_fallback else {}
+            trailer, value_close = args.get("trailer"), args.get("value_close")
+            if not trailer or not isinstance(value_close, str) or not body.rstrip().endswith(trailer) \
+                    or not body.rstrip()[: -len(trailer)].rstrip().endswith(value_close):
                 return False
         try:
             run_content_parser(field, body)

@@ -112,14 +112,17 @@ class BodyTracker:
         """True inside a string or an opaque span: a marker starting here is data, not a delimiter."""
         return self._settled()._close is not None
 
-    def in_data_before(self, following: str) -> bool:
+    def in_data_before(self, following: str, final: bool = True) -> bool | None:
         """``in_data`` where ``following`` is the text right after what was fed (a marker found there and
-        what comes after it): a span close still waiting for the text after it is decided by it."""
+        what comes after it): a span close still waiting for the text after it is decided by it. Not
+        ``final`` (more text may come after ``following``): None when that text is still needed."""
         if not self._carry:
             return self._close is not None
         clone = copy.copy(self)
         carry, clone._carry = clone._carry, ""
-        clone._consume(carry + following, final=True, stop=False, limit=len(carry))
+        clone._consume(carry + following, final=final, stop=False, limit=len(carry))
+        if not final and clone._close is not None and clone._carry:
+            return None
         return clone._close is not None
 
     @property
@@ -133,6 +136,8 @@ class BodyTracker:
         opener cut in half, and (for a syntax) a value was written."""
         if self._close is None and any(self._carry and o.startswith(self._carry) for o, _ in self._t.structure.spans):
             return False  # cut inside a span opener such as '<parameter='
+        if self._close is not None and self._carry and _token_prefix_suffix(self._carry, 0, self._t):
+            return False  # a span close waiting for what follows it, then a span opener cut in half
         state = self._settled()
         return state._close is None and state._depth == 0 and state._started
 

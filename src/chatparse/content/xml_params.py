@@ -72,6 +72,10 @@ def _check_xml_inline_typed(args: Args) -> None:
 _PLACEHOLDER = regex.compile(r"\{(\w+)\}")
 # The layout before a value's close: its newline and the indentation after it (``    </parameter>``).
 _LAYOUT_END = regex.compile(r"\n[ \t]*\Z")
+# How much stray text (no tag in it) after a close may stand before the call's end (the templates' span
+# follow patterns read the same: ``[^<>]{0,256}?</function>``).
+_STRAY = 256
+_NEXT_TAG = regex.compile(r"[<>]")
 _VALUE_ENDS = ("next_param", "close")
 _XML_PARAMS_ARGS: dict[str, type | tuple[type, ...]] = {
     "param_open": str,
@@ -117,6 +121,13 @@ def _first_structural_close(body: str, close: str, start: int, opener: Searcher,
         while gap < len(body) and body[gap].isspace():
             gap += 1
         if gap == len(body) or opener.match(body, gap) or (trailer and body.startswith(trailer, gap)):
+            return at
+        # Stray text (no tag) and then the call's end: a close with junk after it, which the caller
+        # reports, never the start of a value that swallows the next call.
+        tag = _NEXT_TAG.search(body, after, after + _STRAY + 1)
+        stray_end = tag.start() if tag is not None else len(body)
+        if stray_end - after <= _STRAY and (stray_end == len(body) or (
+                trailer and body.startswith(trailer, stray_end) and not body[stray_end + len(trailer) :].strip())):
             return at
         at = body.find(close, after)
     return -1 if strict else first

@@ -871,8 +871,12 @@ class ResponseParser:
             best, hold = self._scan(eos) if self._tracker is not None else self._scan_delimiters(eos)
             if best is not None:
                 kind, field, hit = best
-                if kind != _OPEN and self._guards_data(events, hit, kind):
-                    continue
+                if kind != _OPEN:
+                    guarded = self._guards_data(events, hit, kind, eos)
+                    if guarded is None:
+                        break  # a span close before the marker waits for the text after it: hold
+                    if guarded:
+                        continue
                 if hit.start > self._pos:
                     self._emit_to(events, hit.start)
                 self._pos = hit.end
@@ -911,9 +915,10 @@ class ResponseParser:
                 self._emit_to(events, hold)
             break
 
-    def _guards_data(self, events: list[Event], hit: Hit, kind: int) -> bool:
+    def _guards_data(self, events: list[Event], hit: Hit, kind: int, eos: bool) -> bool | None:
         """For a guarded region: True (and the marker taken as body text) when ``hit`` starts inside a
-        string or span of the body, where a marker is data."""
+        string or span of the body, where a marker is data; None when a span close right before it waits
+        for more text after the marker to tell (the caller holds the marker)."""
         tracker = self._tracker
         if tracker is None or not self._opened or self._current == self._implicit:
             return False
@@ -922,8 +927,10 @@ class ResponseParser:
             return False
         self._emit_to(events, hit.start)
         # The marker and the text after it decide a span close that waits for what follows it.
-        if not tracker.in_data_before(self._buf[hit.start : hit.start + _PEEK]):
-            return False
+        peek = self._buf[hit.start : hit.start + _PEEK]
+        inside = tracker.in_data_before(peek, eos or len(peek) == _PEEK)
+        if not inside:
+            return inside
         if ext.span_fallback:
             span = tracker.open_span
             if span >= 0 and (self._fallback is None or self._fallback[0] != span):

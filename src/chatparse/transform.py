@@ -13,6 +13,16 @@ from chatparse.errors import TemplateError, TemplateWarning, TransformError
 PLACEHOLDER = regex.compile(r"\{(\w+(?:\.\w+)*)\}")
 
 
+class UndefinedPlaceholderError(TemplateError, KeyError):
+    """A transform placeholder that no output can define, found at load. Also a ``KeyError``: transformers
+    raises ``KeyError`` for it (on the first region), and code written for it catches that."""
+
+    code = "undefined_placeholder"
+
+    def __str__(self) -> str:  # KeyError would otherwise repr() the message
+        return self.message
+
+
 def check_transform(transform: Any, *, field: str) -> None:
     """Reject any string mixing a placeholder with literal text (no interpolation), at load time."""
     if isinstance(transform, dict):
@@ -51,7 +61,7 @@ def check_placeholders(transform: Any, *, field: str, groups: set[str], scalar_p
     for path in sorted(placeholder_paths(transform)):
         root, *keys = path.split(".")
         if root != "content" and root not in groups:
-            raise TemplateError(
+            raise UndefinedPlaceholderError(
                 f"Field '{field}': transform placeholder '{{{path}}}' is not defined by any output: no named group "
                 f"of the field's open or close pattern is called '{root}'. Available: {sorted({'content', *groups})}. "
                 f"Capture it with (?P<{root}>...) in the open or close pattern, or use one of those.",

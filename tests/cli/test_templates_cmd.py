@@ -43,8 +43,10 @@ def test_check_shows_a_placeholder_warning(tmp_path: Path, capsys: pytest.Captur
     [
         (_field(transform={"name": "{foo}"}), "undefined_placeholder", "field=x, key=transform"),
         ({**_field(repeats=True), "defaults": {"x": ""}}, "bad_default", "field=x, key=defaults"),
+        (_field(content="json", transform={"a": ["{content}"] * 99_000}), "transform_too_large",
+         "field=x, key=transform"),
     ],
-    ids=["placeholder", "default"],
+    ids=["placeholder", "default", "amplifying-transform"],
 )
 def test_check_shows_load_errors_with_code_and_location(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], template: dict[str, Any], code: str, where: str

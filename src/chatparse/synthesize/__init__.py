@@ -187,12 +187,12 @@ def _chat_template_source(target: Path, directory: Path, config: Mapping[str, An
 
 
 def _read_jinja(path: Path) -> str:
+    from chatparse.integrations.tokenizer_config import ChatTemplateFileError, read_chat_template_file
+
     try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise SynthesisError(f"{path}: expected a chat template (UTF-8 Jinja text), found byte "
-                             f"{exc.object[exc.start]:#04x} at offset {exc.start}: not a text file",
-                             code="bad_chat_template", path=str(path)) from None
+        return read_chat_template_file(path)
+    except ChatTemplateFileError as exc:  # the synthesis's own error class, same code and words
+        raise SynthesisError(exc.message, code=exc.code, path=exc.path, offset=exc.offset) from None
 
 
 def _token_text(value: Any) -> str | None:

@@ -218,8 +218,11 @@ class Renderer:
     def __enter__(self) -> Renderer:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is not None:  # an error or Ctrl-C: the child may be mid-render, end it now
+            self._kill()
+        else:
+            self.close()
 
     @property
     def elapsed(self) -> float:

@@ -123,3 +123,20 @@ def test_a_chat_template_file_that_is_not_utf8_is_the_templates_error(
     assert "error [bad_chat_template]" in err and "found byte 0xff at offset 23" in err
     assert "internal_error" not in err
     assert (directory / "tokenizer_config.json").read_bytes() == before
+
+
+def test_a_number_past_pythons_int_string_limit_is_the_files_error(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """json.loads raises a plain ValueError for a 5,001-digit number: it escaped as internal_error."""
+    from chatparse.cli.main import main
+
+    huge = '{"start_anchor": "<s>", "fields": {"x": {}}, "defaults": {"n": 1' + "0" * 5000 + "}}"
+    (tmp_path / "template.json").write_text(huge, encoding="utf-8")
+    assert main(["templates", "check", str(tmp_path / "template.json")]) == 1
+    assert capsys.readouterr().out.startswith("error [bad_json]: Expected JSON in ")
+    directory = tmp_path / "model"
+    directory.mkdir()
+    (directory / "tokenizer_config.json").write_text('{"model_max_length": 1' + "0" * 5000 + "}", encoding="utf-8")
+    assert main(["templates", "install", "qwen3", str(directory)]) == 2
+    err = capsys.readouterr().err
+    assert "error [bad_tokenizer_config]" in err and "internal_error" not in err

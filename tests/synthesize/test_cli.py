@@ -111,3 +111,15 @@ def test_read_chat_template_from_a_model_directory(tmp_path: Path) -> None:
     assert added == ["<|eom_id|>", "<|eot_id|>"] and stops == ["<|eom_id|>", "<|eot_id|>"]
     chat_template, _, _, _ = read_chat_template(tmp_path / "tokenizer_config.json")
     assert chat_template == "from the config"
+
+
+def test_progress_is_drawn_on_a_terminal_and_cleared(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from chatparse.cli import synthesize_cmd
+
+    monkeypatch.setattr(synthesize_cmd, "is_terminal", lambda stream: True)
+    directory = _model_dir(tmp_path, source("qwen3"), **FAMILIES["qwen3"]["tokens"])
+    assert main(["templates", "synthesize", str(directory), "--messages", "5", "--time-limit", "120"]) == 0
+    err = capsys.readouterr().err
+    assert "\rchatparse templates synthesize: renders 1, " in err and " s of 120 s" in err
+    assert "\r\033[K" in err  # the line is cleared before the result is reported

@@ -63,7 +63,7 @@ class _Progress:
         if now - self.shown < 0.1:
             return
         self.shown, self.drawn = now, True
-        sys.stderr.write(f"\r{COMMAND}: {renders} renders, {seconds:.1f} s of {self.budget:g} s")
+        sys.stderr.write(f"\r{COMMAND}: renders {renders}, {seconds:.1f} s of {self.budget:g} s")
         sys.stderr.flush()
 
     def clear(self) -> None:

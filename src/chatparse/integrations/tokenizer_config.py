@@ -77,6 +77,9 @@ def read_config(target: str | os.PathLike[str]) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise TokenizerConfigError(f"{path}: expected UTF-8 JSON text, found byte {exc.object[exc.start]:#04x} at "
                                    f"offset {exc.start} (not a text file?)", path=str(path)) from None
+    except ValueError as exc:  # a number past Python's integer-string limit (4,300 digits)
+        raise TokenizerConfigError(f"{path}: expected JSON that Python can read, found a number it refuses: {exc}",
+                                   path=str(path)) from None
     except RecursionError:
         raise TokenizerConfigError(f"{path}: expected a tokenizer config, found JSON nested too deeply to read "
                                    "(thousands of levels)", path=str(path)) from None

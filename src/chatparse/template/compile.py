@@ -635,6 +635,9 @@ def _parse_json_text(text: str, *, where: str) -> Any:
     except json.JSONDecodeError as exc:
         raise _fail(f"Expected JSON in {where}, found invalid JSON: {exc.msg} at line {exc.lineno} column "
                     f"{exc.colno}", "bad_json") from None
+    except ValueError as exc:  # a number past Python's integer-string limit (4,300 digits)
+        raise _fail(f"Expected JSON in {where} that Python can read, found a number it refuses: {exc}",
+                    "bad_json") from None
     except RecursionError:
         raise _fail(f"Expected a response template in {where}, found JSON nested too deeply to read (a template "
                     "is a few levels deep)", "too_deep") from None

@@ -204,3 +204,9 @@ def test_a_key_that_is_not_a_string_is_refused_at_load_with_a_message_that_seria
     assert (error.code, error.key) == ("bad_key", key)
     assert f"key {key} in {where}." in str(error)
     assert json.loads(json.dumps({"message": str(error), **error.location})) == {"message": str(error), "key": key}
+
+
+def test_a_non_string_key_is_refused_even_after_the_same_template_with_string_keys_loaded() -> None:
+    """The compile cache is keyed by canonical JSON, where the key 1 and the key "1" are one key."""
+    chatparse.load_template({"start_anchor": "<s>", "fields": {"1": {"open": "<x>", "close": "</x>"}}})
+    assert load_error({"start_anchor": "<s>", "fields": {1: {"open": "<x>", "close": "</x>"}}}).code == "bad_key"

@@ -572,6 +572,7 @@ _CACHE_SIZE = 64
 def _compile_cached(spec: Mapping[str, Any]) -> CompiledTemplate:
     """Compiled templates are immutable, so the same dict compiles once (keyed by its canonical JSON)."""
     _check_nesting(spec)  # before hashing: a deep or self-multiplying dict would not hash in bounded time
+    _check_keys(spec)  # before hashing: json.dumps writes the key 1 as "1", a hit for a different template
     try:
         key = json.dumps(spec, sort_keys=True)
     except (TypeError, ValueError):

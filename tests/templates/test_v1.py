@@ -59,11 +59,12 @@ def _tokenizer_with(tmp_path: Path, name: str) -> Any:
 
 
 def test_the_split_is_what_v1_can_say() -> None:
-    """Fourteen built-ins read their calls as JSON objects, one per region; the rest need chatparse's parsers
-    or its end-of-value rule."""
-    assert V1_NAMES == ["deepseek_r1", "deepseek_v3", "deepseek_v3.1", "ernie45", "functionary_v3_1", "gpt_oss",
-                        "hermes", "inkling", "kimi_k2", "longcat", "plamo3", "qwen3", "qwen3_thinking_2507",
-                        "smollm3"]
+    """Calls as JSON objects (one per region) or as parameters each closed by a fixed tag; the rest need
+    chatparse's parsers or its end-of-value rule."""
+    assert V1_NAMES == ["deepseek_r1", "deepseek_v3", "deepseek_v3.1", "ernie45", "functionary_v3_1", "glm45", "glm47",
+                        "gpt_oss", "hermes", "inkling", "kimi_k2", "ling3", "longcat", "mimo", "minimax_m2", "plamo3",
+                        "poolside_v1", "qwen3", "qwen3.5", "qwen3_coder", "qwen3_thinking_2507", "seed_oss",
+                        "smollm3", "step3"]
 
 
 @pytest.mark.parametrize("name", V1_NAMES)
@@ -86,12 +87,15 @@ def test_transformers_parse_response_reads_the_v1_form_on_ids_and_text(tmp_path:
     assert exact >= 2, f"{exact} of {len(cases)} corpus cases parse as the built-in does"
 
 
-def test_a_clean_qwen3_turn_parses_as_the_builtin_does_through_transformers(tmp_path: Path) -> None:
-    tokenizer = _tokenizer_with(tmp_path, "qwen3")
-    prefix = "<|im_start|>user\nWeather in Seoul?<|im_end|>\n<|im_start|>assistant\n"
-    output = ('<think>\nCall the tool.\n</think>\n\nChecking.\n<tool_call>\n{"name": "get_weather", "arguments": '
-              '{"city": "서울"}}\n</tool_call><|im_end|>')
-    expected = chatparse.parse_response(output, "qwen3", prefix=prefix)
+@pytest.mark.parametrize(("name", "call"), [
+    ("qwen3", '<tool_call>\n{"name": "get_weather", "arguments": {"city": "서울"}}\n</tool_call>'),
+    ("qwen3.5", "<tool_call>\n<function=get_weather>\n<parameter=city>\n서울\n</parameter>\n</function>\n</tool_call>"),
+], ids=["json-calls", "xml-params"])
+def test_a_clean_turn_parses_as_the_builtin_does_through_transformers(tmp_path: Path, name: str, call: str) -> None:
+    tokenizer = _tokenizer_with(tmp_path, name)
+    prefix = "<|im_start|>user\nWeather in Seoul?<|im_end|>\n<|im_start|>assistant\n<think>\n"
+    output = f"Call the tool.\n</think>\n\nChecking.\n{call}<|im_end|>"
+    expected = chatparse.parse_response(output, name, prefix=prefix)
     assert expected["tool_calls"][0]["function"]["arguments"] == {"city": "서울"}
     assert tokenizer.parse_response(tk.encode(tokenizer, output), prefix=prefix) == expected
     assert tokenizer.parse_response(output, prefix=prefix) == expected
@@ -138,9 +142,9 @@ def test_install_v1_of_a_builtin_v1_cannot_express_leaves_the_config_unchanged(
     tk.family_tokenizer("qwen3").save_pretrained(tmp_path)
     config = tmp_path / "tokenizer_config.json"
     before = hashlib.sha256(config.read_bytes()).hexdigest()
-    assert main(["templates", "install", "--v1", "qwen3.5", str(tmp_path)]) == 2
+    assert main(["templates", "install", "--v1", "lfm2", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "error [not_v1_expressible] (field=tool_calls, key=content)" in err and "'xml-params'" in err
+    assert "error [not_v1_expressible] (field=tool_calls, key=content)" in err and "'python-calls'" in err
     assert hashlib.sha256(config.read_bytes()).hexdigest() == before
 
 

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import regex
+
 from chatparse.content.registry import get_content_parser, known_content_parsers
 from chatparse.errors import TemplateError
 from chatparse.template.extensions import EXTENSION_KEY
@@ -19,6 +21,8 @@ from chatparse.template.extensions import EXTENSION_KEY
 _CALL_TRANSFORM = {"type": "function", "function": {"name": "{name}", "arguments": "{arguments}"}}
 _V1_CALL_TRANSFORM = {"type": "function", "function": {"name": "{content.name}", "arguments": "{content.arguments}"}}
 _TRANSLATABLE_CALL_ARGS = {"accept", "name_keys", "arguments_keys"}
+# xml-params parameters closed by one fixed tag, as v1's xml-inline: these keys only.
+_TRANSLATABLE_PARAM_ARGS = {"param_open", "value_close", "value_ends", "strip_newlines", "trailer"}
 
 
 class NotV1Error(TemplateError):
@@ -61,6 +65,14 @@ def _field_to_v1(name: str, field_name: str, spec: dict[str, Any], losses: list[
     parser = spec.get("content", "text")
     if parser == "json-calls":
         _json_calls_to_v1(name, field_name, spec, losses)
+    elif parser == "xml-params":
+        if not _xml_params_to_v1(field_name, spec, losses):
+            raise NotV1Error(
+                f"the built-in {name!r} cannot be written as a v1 template: {where} reads parameters with the "
+                "xml-params parser in a form v1's xml-inline cannot restate (a value parser chosen per parameter "
+                "kind, a close tag that repeats part of the open tag, or a parameter syntax with more than a key). "
+                "Use the built-in with chatparse (chatparse.integrations.transformers.parse_response).",
+                field=field_name, key="content_args")
     elif not get_content_parser(parser).compatible:
         raise NotV1Error(
             f"the built-in {name!r} cannot be written as a v1 template: {where} is read by the content parser "
@@ -107,6 +119,25 @@ def _json_calls_to_v1(name: str, field_name: str, spec: dict[str, Any], losses: 
     other = [k for k in arguments_keys if k != "arguments"]
     losses.append(f"field '{field_name}': a call must spell its keys 'name' and 'arguments' (the built-in also "
                   f"reads {other} and a call without arguments)")
+
+
+def _xml_params_to_v1(field_name: str, spec: dict[str, Any], losses: list[str]) -> bool:
+    """Parameters each closed by a fixed tag (``<parameter=K>V</parameter>``) are v1's ``xml-inline`` with a
+    ``tag_pattern`` of the open, the value and the close; False when the form says more than that (a value
+    parser per kind, a close that repeats part of the open, a JSON body)."""
+    args = spec.get("content_args", {})
+    if not set(args) <= _TRANSLATABLE_PARAM_ARGS or "{" in args["value_close"]:
+        return False
+    if set(regex.compile(args["param_open"]).groupindex) != {"key"}:
+        return False
+    newline = "\\n?" if args.get("strip_newlines") else ""
+    spec["content"] = "xml-inline"
+    spec["content_args"] = {
+        "tag_pattern": f"{args['param_open']}{newline}(?P<value>.*?){newline}{regex.escape(args['value_close'])}"}
+    if args.get("value_ends") == "next_param":
+        losses.append(f"field '{field_name}': a parameter whose close tag is missing (the model went on with the next "
+                      "parameter or ended the call) is dropped; the built-in ends it at the next parameter")
+    return True
 
 
 def _end_to_v1(fields: dict[str, Any], ext: Mapping[str, Any], losses: list[str]) -> None:

@@ -13,6 +13,16 @@ from chatparse.errors import TemplateError, TemplateWarning, TransformError
 PLACEHOLDER = regex.compile(r"\{(\w+(?:\.\w+)*)\}")
 
 
+class UndefinedPlaceholderError(TemplateError, KeyError):
+    """A transform placeholder that no output can define, found at load. Also a ``KeyError``: transformers
+    raises ``KeyError`` for it (on the first region), and code written for it catches that."""
+
+    code = "undefined_placeholder"
+
+    def __str__(self) -> str:  # KeyError would otherwise repr() the message
+        return self.message
+
+
 def check_transform(transform: Any, *, field: str) -> None:
     """Reject any string mixing a placeholder with literal text (no interpolation), at load time."""
     if isinstance(transform, dict):
@@ -43,6 +53,27 @@ def placeholder_paths(transform: Any) -> set[str]:
     return set()
 
 
+def placeholder_uses(transform: Any) -> int:
+    """How many whole-string placeholders ``transform`` holds, each use counted (a shared dict counts per use)."""
+    if isinstance(transform, dict):
+        return sum(placeholder_uses(v) for v in transform.values())
+    if isinstance(transform, list):
+        return sum(placeholder_uses(v) for v in transform)
+    return 1 if isinstance(transform, str) and PLACEHOLDER.fullmatch(transform) else 0
+
+
+def check_copies(uses: int, *, field: str, limit: int) -> None:
+    """A transform copies a value into its output once per placeholder use: more than ``limit`` uses would let
+    a small output grow into a huge message (``Limits.transform_copies``)."""
+    if uses > limit:
+        raise TemplateError(
+            f"Field '{field}': expected a transform with at most {limit} placeholder uses (Limits.transform_copies), "
+            f"found {uses}: each use copies the region's value, so the field's value would be up to {uses} times "
+            "the model's output. Use each placeholder once or twice.",
+            code="transform_too_large", field=field, key="transform", uses=uses, limit=limit,
+        )
+
+
 def check_placeholders(transform: Any, *, field: str, groups: set[str], scalar_parser: str | None) -> None:
     """At load, for a transform applied to each region's value (not ``transform_each``, whose names come
     from the output): a placeholder no output can resolve is a ``TemplateError``. Its scope is the named
@@ -51,7 +82,7 @@ def check_placeholders(transform: Any, *, field: str, groups: set[str], scalar_p
     for path in sorted(placeholder_paths(transform)):
         root, *keys = path.split(".")
         if root != "content" and root not in groups:
-            raise TemplateError(
+            raise UndefinedPlaceholderError(
                 f"Field '{field}': transform placeholder '{{{path}}}' is not defined by any output: no named group "
                 f"of the field's open or close pattern is called '{root}'. Available: {sorted({'content', *groups})}. "
                 f"Capture it with (?P<{root}>...) in the open or close pattern, or use one of those.",

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +49,94 @@ def test_check_shows_a_placeholder_warning(tmp_path: Path, capsys: pytest.Captur
     [
         (_field(transform={"name": "{foo}"}), "undefined_placeholder", "field=x, key=transform"),
         ({**_field(repeats=True), "defaults": {"x": ""}}, "bad_default", "field=x, key=defaults"),
+        (_field(content="json", transform={"a": ["{content}"] * 99_000}), "transform_too_large",
+         "field=x, key=transform"),
     ],
-    ids=["placeholder", "default"],
+    ids=["placeholder", "default", "amplifying-transform"],
 )
 def test_check_shows_load_errors_with_code_and_location(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], template: dict[str, Any], code: str, where: str
 ) -> None:
     assert check(tmp_path, template) == 1
     assert capsys.readouterr().out.startswith(f"error [{code}] ({where}): ")
+
+
+# --- untrusted model directories: detect and install (issue 34 §2) ---------------------------------------
+
+
+def _console(*args: str) -> subprocess.CompletedProcess[str]:
+    script = shutil.which("chatparse", path=str(Path(sys.executable).parent))
+    command = [script] if script else [sys.executable, "-m", "chatparse"]
+    return subprocess.run([*command, *args], capture_output=True, text=True, timeout=120, check=False)
+
+
+def _model_dir(tmp_path: Path, mode: int) -> Path:
+    directory = tmp_path / "Qwen3-8B"
+    directory.mkdir()
+    config = directory / "tokenizer_config.json"
+    config.write_text(json.dumps({"eos_token": "<|im_end|>", "model_max_length": 40960}), encoding="utf-8")
+    config.chmod(mode)
+    return directory
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640], ids=["0644", "0640"])
+def test_install_keeps_the_configs_permission_bits_and_leaves_no_temporary(tmp_path: Path, mode: int) -> None:
+    """A server running as another user read the 0644 file; after install it was 0600."""
+    directory = _model_dir(tmp_path, mode)
+    result = _console("templates", "install", "qwen3", str(directory))
+    assert result.returncode == 0, result.stderr
+    config = directory / "tokenizer_config.json"
+    assert stat.S_IMODE(config.stat().st_mode) == mode
+    data = json.loads(config.read_text(encoding="utf-8"))
+    assert data["model_max_length"] == 40960 and data["response_template"]["start_anchor"] == "<|im_start|>assistant\n"
+    assert sorted(p.name for p in directory.iterdir()) == ["tokenizer_config.json"]
+
+
+def test_install_that_fails_while_writing_leaves_the_config_as_it_was(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from chatparse.cli.main import main
+
+    directory = _model_dir(tmp_path, 0o644)
+    config = directory / "tokenizer_config.json"
+    before = hashlib.sha256(config.read_bytes()).hexdigest()
+
+    def fail(*args: Any) -> None:
+        raise KeyboardInterrupt  # Ctrl-C between writing the new file and putting it in place
+
+    monkeypatch.setattr(os, "replace", fail)
+    assert main(["templates", "install", "qwen3", str(directory)]) == 130
+    assert hashlib.sha256(config.read_bytes()).hexdigest() == before
+    assert sorted(p.name for p in directory.iterdir()) == ["tokenizer_config.json"]
+
+
+@pytest.mark.parametrize("argv", [["detect"], ["templates", "detect"], ["templates", "install", "auto"]],
+                         ids=["detect", "templates-detect", "install-auto"])
+def test_a_chat_template_file_that_is_not_utf8_is_the_templates_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    from chatparse.cli.main import main
+
+    directory = _model_dir(tmp_path, 0o644)
+    (directory / "chat_template.jinja").write_bytes(b"{% for m in messages %}\xff\xfe{% endfor %}")
+    before = (directory / "tokenizer_config.json").read_bytes()
+    assert main([*argv, str(directory)]) == 2
+    err = capsys.readouterr().err
+    assert "error [bad_chat_template]" in err and "found byte 0xff at offset 23" in err
+    assert "internal_error" not in err
+    assert (directory / "tokenizer_config.json").read_bytes() == before
+
+
+def test_a_number_past_pythons_int_string_limit_is_the_files_error(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """json.loads raises a plain ValueError for a 5,001-digit number: it escaped as internal_error."""
+    from chatparse.cli.main import main
+
+    huge = '{"start_anchor": "<s>", "fields": {"x": {}}, "defaults": {"n": 1' + "0" * 5000 + "}}"
+    (tmp_path / "template.json").write_text(huge, encoding="utf-8")
+    assert main(["templates", "check", str(tmp_path / "template.json")]) == 1
+    assert capsys.readouterr().out.startswith("error [bad_json]: Expected JSON in ")
+    directory = tmp_path / "model"
+    directory.mkdir()
+    (directory / "tokenizer_config.json").write_text('{"model_max_length": 1' + "0" * 5000 + "}", encoding="utf-8")
+    assert main(["templates", "install", "qwen3", str(directory)]) == 2
+    err = capsys.readouterr().err
+    assert "error [bad_tokenizer_config]" in err and "internal_error" not in err

@@ -75,13 +75,25 @@ def test_no_template_exits_2_with_the_reason(tmp_path: Path, capsys: pytest.Capt
      "bad_tokenizer_config"),
     ("chat_template.jinja", b"\x9d\xff binary", "bad_chat_template"),
     ("chat_template.jinja", ("{% if true %}" * 2000 + "x" + "{% endif %}" * 2000).encode(), "chat_template_too_deep"),
-])
+    ("chat_template.jinja", ("{% for x in y %}" * 25 + "{% endfor %}" * 25).encode(), "chat_template_too_deep"),
+    ("chat_template.jinja", b"{% if false %}{{ 10 ** 5000 }}{% endif %}", "bad_chat_template"),
+], ids=["deep-json", "not-utf8", "deep-jinja", "nested-blocks", "int-string-limit"])
 def test_unreadable_files_exit_2_named(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, data: bytes,
                                        code: str) -> None:
     (tmp_path / name).write_bytes(data)
     assert main(["templates", "synthesize", str(tmp_path / name)]) == 2
     err = capsys.readouterr().err
     assert f"[{code}]" in err and "internal_error" not in err
+
+
+def test_the_time_limit_bounds_the_whole_synthesis(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    slow = "{% for i in range(90000) %}{% for j in range(3) %}{% endfor %}{% endfor %}" + source("qwen3")
+    assert main(["templates", "synthesize", str(_model_dir(tmp_path, slow)), "--time-limit", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "error [synthesis_timeout]" in err and "whole time budget of 1 s" in err
+    with pytest.raises(SystemExit):
+        main(["templates", "synthesize", str(tmp_path), "--time-limit", "0"])
+    assert "expected a positive number of seconds, found '0'" in capsys.readouterr().err
 
 
 def test_read_chat_template_from_a_model_directory(tmp_path: Path) -> None:
@@ -99,3 +111,15 @@ def test_read_chat_template_from_a_model_directory(tmp_path: Path) -> None:
     assert added == ["<|eom_id|>", "<|eot_id|>"] and stops == ["<|eom_id|>", "<|eot_id|>"]
     chat_template, _, _, _ = read_chat_template(tmp_path / "tokenizer_config.json")
     assert chat_template == "from the config"
+
+
+def test_progress_is_drawn_on_a_terminal_and_cleared(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from chatparse.cli import synthesize_cmd
+
+    monkeypatch.setattr(synthesize_cmd, "is_terminal", lambda stream: True)
+    directory = _model_dir(tmp_path, source("qwen3"), **FAMILIES["qwen3"]["tokens"])
+    assert main(["templates", "synthesize", str(directory), "--messages", "5", "--time-limit", "120"]) == 0
+    err = capsys.readouterr().err
+    assert "\rchatparse templates synthesize: renders 1, " in err and " s of 120 s" in err
+    assert "\r\033[K" in err  # the line is cleared before the result is reported

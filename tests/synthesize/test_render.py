@@ -4,6 +4,7 @@ that fails to render, loops or renders without bound is a named error."""
 from __future__ import annotations
 
 import builtins
+import resource
 from typing import Any
 
 import pytest
@@ -103,3 +104,51 @@ def test_missing_renderer_says_what_to_install(monkeypatch: pytest.MonkeyPatch) 
     assert caught.value.code == "missing_dependency"
     assert isinstance(caught.value, ImportError)
     assert "pip install 'chatparse[transformers]'" in str(caught.value)
+
+
+# --- compiling is the template's work too (issue 34 §2) ---------------------------------------------------
+
+
+def test_a_constant_that_never_finishes_folding_is_a_timeout_of_the_compile_in_the_child() -> None:
+    """Jinja folds constant expressions while compiling, dead branches included: this one hung the parent."""
+    with pytest.raises(RenderError) as caught:
+        synthesize_template("{% if false %}{{ 10 ** (10 ** 10) }}{% endif %}", limits=RenderLimits(seconds=1.0))
+    assert (caught.value.code, caught.value.probe) == ("render_timeout", "compile")
+    assert str(caught.value).startswith("compiling the chat template did not finish within 1 s")
+
+
+def test_a_huge_folded_constant_is_bounded_by_the_childs_memory_and_the_parent_stays_small() -> None:
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(RenderError) as caught:
+        synthesize_template("{{ 'x' * 1500000000 }}", limits=RenderLimits(max_memory=256 << 20))
+    # Folding gives up on the MemoryError (compile) and the render then meets it: either way, in the child.
+    assert caught.value.code == "render_too_large"
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200 << 10  # KiB: the 1.5 GB was the child's
+
+
+@pytest.mark.parametrize(
+    ("source", "code", "words"),
+    [
+        ("{% if false %}{{ 10 ** 5000 }}{% endif %}", "bad_chat_template", "integer string conversion"),
+        ("{% for x in y %}" * 25 + "{% endfor %}" * 25, "chat_template_too_deep", "too many statically nested blocks"),
+    ],
+    ids=["int-string-limit", "nested-blocks"],
+)
+def test_a_template_that_python_refuses_to_compile_is_the_templates_error(source: str, code: str, words: str) -> None:
+    """These escaped as ValueError (the CLI said bad_option) and SyntaxError (internal_error)."""
+    with pytest.raises(RenderError) as caught:
+        synthesize_template(source)
+    assert (caught.value.code, caught.value.probe) == (code, "compile")
+    assert words in str(caught.value)
+
+
+def test_one_budget_bounds_the_whole_synthesis_and_progress_is_reported() -> None:
+    slow = "{% for i in range(90000) %}{% for j in range(3) %}{% endfor %}{% endfor %}" + CHATML  # a real template takes milliseconds per render
+    seen: list[tuple[int, float]] = []
+    with pytest.raises(RenderError) as caught:
+        synthesize_template(slow, limits=RenderLimits(total_seconds=1.0),
+                            progress=lambda renders, seconds: seen.append((renders, seconds)))
+    assert caught.value.code == "synthesis_timeout"
+    assert "whole time budget of 1 s (RenderLimits.total_seconds)" in str(caught.value)
+    assert caught.value.details["renders"] == len(seen)
+    assert [renders for renders, _ in seen] == list(range(1, len(seen) + 1))

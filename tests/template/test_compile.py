@@ -118,6 +118,20 @@ def test_a_path_into_a_scalar_parsers_value_warns(content: str) -> None:
         compile_template(_template({"content": content, "transform": {"n": "{content.name}"}}))
 
 
+def test_an_undefined_placeholder_is_also_the_keyerror_the_reference_raises() -> None:
+    """Code written for transformers catches KeyError for an undefined placeholder; the load-time error is one
+    too, with its code and its message unchanged (str() is the message, not KeyError's repr)."""
+    template = _template({"open_pattern": "<x (?P<name>\\w+)>", "transform": {"f": "{tool}"}})
+    with pytest.raises(KeyError) as caught:
+        load_template(template)
+    assert isinstance(caught.value, TemplateError)
+    assert caught.value.code == "undefined_placeholder"
+    assert str(caught.value).startswith("Field 'x': transform placeholder '{tool}' is not defined by any output")
+    with pytest.raises(TemplateError) as not_a_key:  # a path into a capture is not a missing name
+        load_template(_template({"open_pattern": "<x (?P<name>\\w+)>", "transform": {"f": "{name.first}"}}))
+    assert not isinstance(not_a_key.value, KeyError)
+
+
 def test_the_reference_accepts_an_undefined_placeholder_and_fails_on_every_region() -> None:
     reference = pytest.importorskip("transformers.utils.chat_parsing")
     spec = _template({"transform": {"name": "{foo}"}})

@@ -6,6 +6,7 @@ gigabytes at load. Here such patterns are rejected, by name, before the regex co
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -148,3 +149,64 @@ def test_a_budget_used_up_by_the_wall_clock_is_refilled_while_the_cpu_allows() -
     budget.feed_left = 0.0
     with pytest.raises(chatparse.RegexBudgetError):
         budget.run(lambda *, timeout: timeout, "f", "close")
+
+
+# --- transforms that amplify, keys that are not strings (issue 34 §3) -------------------------------------
+
+
+def _calls(transform: Any) -> dict[str, Any]:
+    return {"start_anchor": "<s>", "fields": {"tool_calls": {"open": "<tool_call>", "close": "</tool_call>",
+                                                              "content": "json", "transform": transform}}}
+
+
+def test_a_transform_that_repeats_content_99000_times_is_refused_at_load() -> None:
+    """It passed `templates check` and turned a 10 KB row into a 990 MB line: now a named load error."""
+    error = load_error(_calls({"copies": ["{content}"] * 99_000}))
+    assert (error.code, error.field, error.key) == ("transform_too_large", "tool_calls", "transform")
+    assert "at most 64 placeholder uses (Limits.transform_copies), found 99000" in str(error)
+    json.dumps({"code": error.code, **error.location, **error.details})  # the error serialises
+
+
+def test_real_transforms_are_far_below_the_copies_limit() -> None:
+    from chatparse.templates import get_template, list_templates
+
+    uses = [chatparse.load_template(get_template(n)).fields[f].copies for n in list_templates()
+            for f in get_template(n)["fields"]]
+    assert 0 < max(uses) <= 8 < chatparse.Limits().transform_copies
+
+
+def test_a_parser_with_a_lower_copies_limit_checks_its_template() -> None:
+    template = _calls({"name": "{content.name}", "again": "{content.name}", "arguments": "{content.arguments}"})
+    output = '<tool_call>{"name": "f", "arguments": {}}</tool_call>'
+    assert chatparse.parse_response(output, template, prefix="")["tool_calls"]["again"] == "f"
+    with pytest.raises(TemplateError) as info:
+        chatparse.ResponseParser(template, prefix="", limits=chatparse.Limits(transform_copies=2))
+    assert info.value.code == "transform_too_large"
+    with pytest.raises(chatparse.errors.UsageError):
+        chatparse.Limits(transform_copies=0)
+
+
+@pytest.mark.parametrize(
+    ("template", "where", "key"),
+    [
+        ({"start_anchor": "<s>", "fields": {1: {"open": "<x>"}}}, "response_template.fields", "1"),
+        ({"start_anchor": "<s>", 1: 2, "defaults": {}, "fields": {"x": {}}}, "response_template", "1"),
+        ({"start_anchor": "<s>", "defaults": {("a", 1): 3}, "fields": {"x": {}}}, "response_template.defaults",
+         "('a', 1)"),
+        ({"start_anchor": "<s>", "fields": {"x": {"open": "<x>", "transform": {None: "{content}"}}}},
+         "response_template.fields.x.transform", "None"),
+    ],
+    ids=["field-name", "mixed-top-level", "tuple-in-defaults", "none-in-transform"],
+)
+def test_a_key_that_is_not_a_string_is_refused_at_load_with_a_message_that_serialises(
+        template: dict[Any, Any], where: str, key: str) -> None:
+    error = load_error(template)
+    assert (error.code, error.key) == ("bad_key", key)
+    assert f"key {key} in {where}." in str(error)
+    assert json.loads(json.dumps({"message": str(error), **error.location})) == {"message": str(error), "key": key}
+
+
+def test_a_non_string_key_is_refused_even_after_the_same_template_with_string_keys_loaded() -> None:
+    """The compile cache is keyed by canonical JSON, where the key 1 and the key "1" are one key."""
+    chatparse.load_template({"start_anchor": "<s>", "fields": {"1": {"open": "<x>", "close": "</x>"}}})
+    assert load_error({"start_anchor": "<s>", "fields": {1: {"open": "<x>", "close": "</x>"}}}).code == "bad_key"

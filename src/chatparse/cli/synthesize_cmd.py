@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import time
 from typing import Any
 
-from chatparse.cli.io import EXIT_FAILED, EXIT_OK, EXIT_USAGE, eprint, report, safe_text
+from chatparse.cli.io import EXIT_FAILED, EXIT_OK, EXIT_USAGE, eprint, is_terminal, report, safe_text
 from chatparse.errors import ChatparseError
+
+COMMAND = "chatparse templates synthesize"
 
 
 def add_parser(tsub: Any) -> None:
@@ -30,7 +34,42 @@ def add_parser(tsub: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the generated messages")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a template keyword argument (JSON value, else text), e.g. --set eos_token='<|im_end|>'")
+    p.add_argument("--time-limit", type=_seconds, default=300.0, metavar="SECONDS",
+                   help="wall-clock budget of the whole synthesis, every render included (default 300); past it "
+                        "the error is synthesis_timeout")
     p.set_defaults(func=run)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, found {text!r}")
+    return value
+
+
+class _Progress:
+    """Renders so far and the budget used, redrawn on one stderr line (a terminal only), at most 10 times a second."""
+
+    def __init__(self, budget: float) -> None:
+        self.budget = budget
+        self.shown = 0.0
+        self.drawn = False
+
+    def __call__(self, renders: int, seconds: float) -> None:
+        now = time.monotonic()
+        if now - self.shown < 0.1:
+            return
+        self.shown, self.drawn = now, True
+        sys.stderr.write(f"\r{COMMAND}: renders {renders}, {seconds:.1f} s of {self.budget:g} s")
+        sys.stderr.flush()
+
+    def clear(self) -> None:
+        if self.drawn:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
 
 
 def _kwargs(pairs: list[str]) -> dict[str, Any]:
@@ -47,21 +86,26 @@ def _kwargs(pairs: list[str]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from chatparse.synthesize import read_chat_template, synthesize_template
+    from chatparse.synthesize import RenderLimits, read_chat_template, synthesize_template
     from chatparse.synthesize.explain import explain, markers, report_lines
 
     try:
-        source, kwargs, added, stops = read_chat_template(args.path)
-        kwargs.update(_kwargs(args.set))
-        result = synthesize_template(source, verify_messages=args.messages, seed=args.seed, special_tokens=added,
-                                     end_tokens=stops, **kwargs)
+        settings = _kwargs(args.set)
     except ValueError as exc:
-        if isinstance(exc, ChatparseError):
-            return report("templates synthesize", exc)
-        eprint(f"chatparse templates synthesize: error [bad_option]: {safe_text(str(exc))}")
+        eprint(f"{COMMAND}: error [bad_option]: {safe_text(str(exc))}")
         return EXIT_USAGE
+    progress = _Progress(args.time_limit) if is_terminal(sys.stderr) else None
+    try:
+        source, kwargs, added, stops = read_chat_template(args.path)
+        kwargs.update(settings)
+        result = synthesize_template(source, verify_messages=args.messages, seed=args.seed, special_tokens=added,
+                                     end_tokens=stops, limits=RenderLimits(total_seconds=args.time_limit),
+                                     progress=progress, **kwargs)
     except ChatparseError as exc:
         return report("templates synthesize", exc)
+    finally:
+        if progress is not None:
+            progress.clear()
     template_text = json.dumps(result.template, indent=2, ensure_ascii=False)
     if args.json:
         print(json.dumps({"template": result.template, "exact": result.exact, "markers": markers(result),
@@ -79,18 +123,18 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(template_text)
     if result.report is None:
-        eprint("chatparse templates synthesize: not verified (--messages 0)")
+        eprint(f"{COMMAND}: not verified (--messages 0)")
         return EXIT_OK
     if not args.explain:
         for line in report_lines(result.report)[:2]:
-            eprint(f"chatparse templates synthesize: {line}")
+            eprint(f"{COMMAND}: {line}")
     if result.exact:
         return EXIT_OK
     if not result.report.checks:
         reasons = "; ".join(sorted(result.report.not_checked)) or "no message kind is rendered"
-        eprint(f"chatparse templates synthesize: not verified: no generated message could be compared ({reasons})")
+        eprint(f"{COMMAND}: not verified: no generated message could be compared ({reasons})")
         return EXIT_FAILED
     failed = sorted({f"{c.case} after '{c.prompt}'" for c in result.report.failures})
-    eprint(f"chatparse templates synthesize: not exact: {len(result.report.failures)} of {result.report.checks} "
+    eprint(f"{COMMAND}: not exact: {len(result.report.failures)} of {result.report.checks} "
            f"parses differ ({', '.join(failed[:8])}{' ...' if len(failed) > 8 else ''}); --explain shows them")
     return EXIT_FAILED

@@ -22,6 +22,8 @@ def add_parser(sub: Any) -> None:
                            description="Prints the family's record as JSON: name, models, sources, notes, ..., "
                                        "and 'template', the response template itself.")
     show.add_argument("name", help="a built-in name (any case, . or _), e.g. qwen3.5")
+    show.add_argument("--v1", action="store_true",
+                      help="show the transformers (v1) form as 'template' and what it loses as 'v1_losses'")
     show.set_defaults(func=run_show)
     check = tsub.add_parser("check", help="load and validate a template file; report problems with locations")
     check.add_argument("file", help="template JSON, tokenizer_config.json, or a built-in name")
@@ -43,7 +45,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from chatparse.templates import get_template, list_templates, template_info
+    from chatparse.templates import get_template, list_templates, template_info, v1_form
 
     try:
         name, _ = resolve_template(args.name)
@@ -51,6 +53,9 @@ def run_show(args: argparse.Namespace) -> int:
             raise CliError(f"Expected a built-in template name, found {args.name!r} (a file or a template); "
                            "`chatparse templates list` lists the names", code="unknown_template", key=args.name)
         record = {"name": name, **template_info(name), "template": get_template(name)}
+        if args.v1:
+            form = v1_form(name)
+            record.update(template=form.template, v1_losses=list(form.losses))
     except ChatparseError as exc:
         return report("templates show", exc)
     write_json(record)

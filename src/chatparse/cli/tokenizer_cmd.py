@@ -19,6 +19,9 @@ def add_parsers(tsub: Any) -> None:
     install.add_argument("name", help=f"a built-in name, a template file, or '{AUTO}' (detect from DIR)")
     install.add_argument("dir", help="a model or tokenizer directory, or its tokenizer_config.json")
     install.add_argument("--force", action="store_true", help="replace a different response_template")
+    install.add_argument("--v1", action="store_true",
+                         help="write the built-in's transformers (v1) form, which AutoTokenizer's parse_response "
+                              "reads; prints what it parses differently, or why the built-in has none")
     install.set_defaults(func=run_install)
     detect = tsub.add_parser("detect", help="name the built-in template that fits a model directory")
     detect.add_argument("dir", help="a model or tokenizer directory, or its tokenizer_config.json")
@@ -40,6 +43,8 @@ def run_install(args: argparse.Namespace) -> int:
                 eprint(f"chatparse templates install: no built-in template fits {args.dir}; name one "
                        "(`chatparse templates list`)")
                 return EXIT_USAGE
+        if args.v1:
+            return _install_v1(name, args)
         name, compiled = resolve_template(name)
         path = install_response_template(args.dir, name, force=args.force)
     except ChatparseError as exc:
@@ -51,6 +56,21 @@ def run_install(args: argparse.Namespace) -> int:
     else:
         print("transformers-compatible: AutoTokenizer.from_pretrained(DIR).parse_response(...) uses it, and so "
               "does chatparse.integrations.transformers.parse_response(ids, tokenizer=tok, prefix=...)")
+    return EXIT_OK
+
+
+def _install_v1(name: str, args: argparse.Namespace) -> int:
+    """``install --v1``: the built-in's v1 form, then what it loses. Raises the ``ChatparseError`` to report
+    (``unknown_template`` for a name that is not a built-in, ``not_v1_expressible`` with the reason)."""
+    from chatparse.integrations.tokenizer_config import install_response_template
+    from chatparse.templates import v1_form
+
+    form = v1_form(name)
+    path = install_response_template(args.dir, form.template, force=args.force)
+    print(f"wrote the v1 (transformers) form of {name!r} to {path}: AutoTokenizer.from_pretrained(DIR)."
+          "parse_response(...) reads it. It parses differently from the built-in where:")
+    for loss in form.losses:
+        print(f"  - {loss}")
     return EXIT_OK
 
 

@@ -26,13 +26,19 @@ class Limits:
     template's longest literal delimiter; past it the held text is released to the current region.
     ``per_char``: extra seconds allowed per character of input, so that legitimate work on a huge feed
     (a 10 MB one-shot parse, a 100k-token stream) is never mistaken for a catastrophic pattern;
-    10 µs/char adds 10 s per MB, far above legitimate regex cost (about 1 µs/char)."""
+    10 µs/char adds 10 s per MB, far above legitimate regex cost (about 1 µs/char).
+    ``transform_copies``: placeholder uses one field's transform may hold. Each use copies the region's value
+    (or a capture) into the field's value, so a field's value is at most this many times the region's text
+    plus the transform's literals: a transform repeating ``{content}`` 99,000 times would turn a 10 KB output
+    into a 990 MB message. Templates are checked against the default when they load
+    (``transform_too_large``); a parser given a lower value checks its template when it starts."""
 
     search_timeout: float = 0.05
     feed_budget: float = 0.1
     message_budget: float = 1.0
     max_holdback: int = 4096
     per_char: float = 1e-5
+    transform_copies: int = 64
 
     def __post_init__(self) -> None:
         for name in ("search_timeout", "feed_budget", "message_budget"):
@@ -43,6 +49,9 @@ class Limits:
         if isinstance(self.max_holdback, bool) or not isinstance(self.max_holdback, int) or self.max_holdback < 0:
             raise UsageError(f"Limits.max_holdback must be a non-negative int, found {self.max_holdback!r}",
                              code="bad_option")
+        copies = self.transform_copies
+        if isinstance(copies, bool) or not isinstance(copies, int) or copies < 1:
+            raise UsageError(f"Limits.transform_copies must be a positive int, found {copies!r}", code="bad_option")
 
 
 DEFAULT_LIMITS = Limits()

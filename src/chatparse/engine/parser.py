@@ -38,6 +38,7 @@ from chatparse.errors import (
 from chatparse.structure import BodyTracker
 from chatparse.template.compile import CompiledField, CompiledTemplate, load_template
 from chatparse.template.extensions import NO_TEMPLATE_EXT
+from chatparse.transform import check_copies
 
 Event = dict[str, Any]
 OnMalformed = Literal["raise", "keep", "recover"]
@@ -103,6 +104,8 @@ class ResponseParser:
         elif not isinstance(limits, Limits):
             raise UsageError(f"limits must be a chatparse Limits, found {type(limits).__name__}", code="bad_option")
         self._limits = limits
+        for compiled_field in self._template.fields.values():  # load checked the default; a lower limit here
+            check_copies(compiled_field.copies, field=compiled_field.name, limit=limits.transform_copies)
         self._budget = RegexBudget(limits)
         # One-shot parsing turns this off: nobody reads the events, and chunk events would keep a second
         # reference to every region's text alive until the parse ends.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,6 +35,12 @@ class TokenizerConfigError(TemplateError):
     """The tokenizer_config.json is missing, not JSON, or not a JSON object."""
 
     code = "bad_tokenizer_config"
+
+
+class ChatTemplateFileError(TemplateError):
+    """The model directory's chat_template.jinja cannot be read as a chat template (not UTF-8 text)."""
+
+    code = "bad_chat_template"
 
 
 class ResponseTemplateExistsError(TemplateError):
@@ -70,6 +77,9 @@ def read_config(target: str | os.PathLike[str]) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise TokenizerConfigError(f"{path}: expected UTF-8 JSON text, found byte {exc.object[exc.start]:#04x} at "
                                    f"offset {exc.start} (not a text file?)", path=str(path)) from None
+    except ValueError as exc:  # a number past Python's integer-string limit (4,300 digits)
+        raise TokenizerConfigError(f"{path}: expected JSON that Python can read, found a number it refuses: {exc}",
+                                   path=str(path)) from None
     except RecursionError:
         raise TokenizerConfigError(f"{path}: expected a tokenizer config, found JSON nested too deeply to read "
                                    "(thousands of levels)", path=str(path)) from None
@@ -125,11 +135,16 @@ def install_response_template(target: str | os.PathLike[str], template: Any, *, 
 
 
 def _write_json(path: Path, data: Mapping[str, Any]) -> None:
-    """Replace ``path`` atomically (a reader never sees half a file)."""
+    """Replace ``path`` atomically (a reader never sees half a file), keeping its permission bits: a server
+    running as another user must still read it (``mkstemp`` makes the file 0600)."""
+    mode = stat.S_IMODE(path.stat().st_mode)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -160,9 +175,19 @@ def detect_directory(target: str | os.PathLike[str]) -> str | None:
     chat = chat_template_text(data.get("chat_template"))
     jinja = directory / CHAT_TEMPLATE_FILE
     if chat is None and jinja.is_file():
-        chat = jinja.read_text(encoding="utf-8")
+        chat = read_chat_template_file(jinja)
     model_id = _json_object(directory / MODEL_CONFIG_NAME).get("_name_or_path") or directory.resolve().name
     return detect_template(model_id=str(model_id), model_type=model_type(directory), chat_template=chat)
+
+
+def read_chat_template_file(path: Path) -> str:
+    """A chat_template.jinja's text; bytes that are not UTF-8 are the template's fault, named with the offset."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ChatTemplateFileError(f"{path}: expected a chat template (UTF-8 Jinja text), found byte "
+                                    f"{exc.object[exc.start]:#04x} at offset {exc.start}: not a text file",
+                                    path=str(path), offset=exc.start) from None
 
 
 def model_type(directory: str | os.PathLike[str]) -> str | None:

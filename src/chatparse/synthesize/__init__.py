@@ -19,7 +19,7 @@ from typing import Any
 from chatparse.errors import ChatparseError, UsageError
 from chatparse.synthesize.errors import MissingDependencyError, NotInferableError, RenderError, SynthesisError
 from chatparse.synthesize.infer import Format, LayoutInference, Prompt, Session
-from chatparse.synthesize.render import Renderer, RenderLimits, template_variables
+from chatparse.synthesize.render import Progress, Renderer, RenderLimits, check_source
 from chatparse.synthesize.text import Lexer
 from chatparse.synthesize.verify import Report, Verifier
 
@@ -64,7 +64,8 @@ class SynthesizedTemplate(dict[str, Any]):
 
 def synthesize_template(chat_template: str, *, verify_messages: int = 200, seed: int = 0,
                         special_tokens: Iterable[str] = (), end_tokens: Iterable[str] = (),
-                        limits: RenderLimits | None = None, **template_kwargs: Any) -> SynthesizedTemplate:
+                        limits: RenderLimits | None = None, progress: Progress | None = None,
+                        **template_kwargs: Any) -> SynthesizedTemplate:
     """A response template for the model whose chat template is ``chat_template`` (the Jinja source).
 
     ``template_kwargs`` are what the renderer receives besides the messages, as transformers'
@@ -73,21 +74,23 @@ def synthesize_template(chat_template: str, *, verify_messages: int = 200, seed:
     (``enable_thinking``, ``thinking``) are varied by the probes. ``special_tokens``: the tokenizer's added
     tokens (better marker boundaries). ``end_tokens``: tokens generation also stops at (generation_config's
     ``eos_token_id`` besides ``eos_token``): end markers, dropped after the end. ``verify_messages``
-    generated messages are round-tripped (0: no verification). Raises ``SynthesisError`` (``RenderError``, ``NotInferableError``,
-    ``MissingDependencyError``) with a code and the probe at fault.
+    generated messages are round-tripped (0: no verification). ``limits`` bounds each render and the whole
+    synthesis (``RenderLimits.total_seconds``); ``progress(renders, seconds)`` is called after each render.
+    The chat template is compiled and rendered only in a bounded child process. Raises ``SynthesisError``
+    (``RenderError``, ``NotInferableError``, ``MissingDependencyError``) with a code and the probe at fault.
     """
     for key in RESERVED_KWARGS:
         if key in template_kwargs:
             raise UsageError(f"synthesize_template: {key!r} is set by the probes; expected template keyword "
                              "arguments such as bos_token/eos_token", code="bad_option", key=key)
-    variables = template_variables(chat_template)
+    check_source(chat_template)
     tokens = [v for k, v in template_kwargs.items() if k in SPECIAL_TOKEN_KEYS and isinstance(v, str)]
     stops = [t for t in end_tokens if isinstance(t, str) and t]
     lexer = Lexer([*tokens, *special_tokens, *stops])
     from chatparse.synthesize.emit import emit
 
-    with Renderer(chat_template, template_kwargs, limits) as renderer:
-        session = Session(renderer, variables, lexer)
+    with Renderer(chat_template, template_kwargs, limits, progress) as renderer:
+        session = Session(renderer, renderer.variables(), lexer)
         eos, pad = template_kwargs.get("eos_token"), template_kwargs.get("pad_token")
         try:
             fmt = LayoutInference(session, eos if isinstance(eos, str) else None,
@@ -184,12 +187,12 @@ def _chat_template_source(target: Path, directory: Path, config: Mapping[str, An
 
 
 def _read_jinja(path: Path) -> str:
+    from chatparse.integrations.tokenizer_config import ChatTemplateFileError, read_chat_template_file
+
     try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise SynthesisError(f"{path}: expected a chat template (UTF-8 Jinja text), found byte "
-                             f"{exc.object[exc.start]:#04x} at offset {exc.start}: not a text file",
-                             code="bad_chat_template", path=str(path)) from None
+        return read_chat_template_file(path)
+    except ChatTemplateFileError as exc:  # the synthesis's own error class, same code and words
+        raise SynthesisError(exc.message, code=exc.code, path=exc.path, offset=exc.offset) from None
 
 
 def _token_text(value: Any) -> str | None:

@@ -20,6 +20,7 @@ from typing import Any
 import regex
 
 from chatparse.content.registry import ContentParserSpec, get_content_parser, known_content_parsers
+from chatparse.engine.limits import DEFAULT_LIMITS
 from chatparse.errors import TemplateError, TemplateWarning
 from chatparse.template.extensions import (
     EXTENSION_KEY,
@@ -32,7 +33,7 @@ from chatparse.template.extensions import (
 )
 from chatparse.template.fill import Filler, compile_transform
 from chatparse.template.regex_info import PatternInfo, analyze, literal_strings, quantifier_facts
-from chatparse.transform import check_placeholders, check_transform
+from chatparse.transform import check_copies, check_placeholders, check_transform, placeholder_uses
 
 TOP_LEVEL_KEYS = ("version", "defaults", "fields", "start_anchor", "start_anchor_pattern", EXTENSION_KEY)
 FIELD_KEYS = (
@@ -91,6 +92,7 @@ class CompiledField:
     transform_each: bool
     ext: FieldExt = NO_FIELD_EXT  # chatparse's extension keys (see template.extensions)
     fill: Filler | None = field(default=None, repr=False, compare=False)  # the transform, compiled
+    copies: int = 0  # placeholder uses in the transform (see Limits.transform_copies)
 
     @property
     def content(self) -> str:
@@ -290,6 +292,28 @@ def _nesting_error(found: str, code: str) -> TemplateError:
                  code)
 
 
+def _check_keys(spec: Any) -> None:
+    """Refuse a key that is not a string anywhere in the template (JSON keys are strings; a Python dict may
+    hold others, which no message or location could then name as JSON). Run after ``_check_nesting``."""
+    seen: set[int] = set()
+    stack: list[tuple[Any, str]] = [(spec, "response_template")]
+    while stack:
+        node, where = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, Mapping):
+            for key, value in node.items():
+                if not isinstance(key, str):
+                    shown = repr(key)[:80]
+                    raise _fail(f"Expected string keys (a response template is JSON), found the "
+                                f"{type(key).__name__} key {shown} in {where}. Write the key as a string.",
+                                "bad_key", key=shown)
+                stack.append((value, f"{where}.{key}"[:200]))
+        elif isinstance(node, list | tuple):
+            stack.extend((value, f"{where}[{i}]"[:200]) for i, value in enumerate(node))
+
+
 def _check_shape(spec: Any) -> None:
     if not isinstance(spec, Mapping):
         raise _fail(f"response_template must be a dict, got {type(spec).__name__}", "bad_type")
@@ -369,8 +393,10 @@ def _build_field(name: str, spec: Any) -> CompiledField:
     if transform_each and transform is None:
         raise _fail(f"{scope}: transform_each is set but no transform was provided", "transform_each_without_transform",
                     field=name, key="transform_each")
+    copies = placeholder_uses(transform)
     if transform is not None:
         check_transform(transform, field=name)
+        check_copies(copies, field=name, limit=DEFAULT_LIMITS.transform_copies)
         if not transform_each:
             _check_placeholders(name, transform, parser, open_delim, close_delim)
     else:
@@ -390,6 +416,7 @@ def _build_field(name: str, spec: Any) -> CompiledField:
         transform_each=transform_each,
         ext=ext,
         fill=None if transform is None else compile_transform(copy.deepcopy(transform), field=name),
+        copies=copies,
     )
 
 
@@ -430,8 +457,9 @@ def _check_no_orphan_captures(name: str, *delims: Delimiter | None) -> None:
 
 def compile_template(spec: Any) -> CompiledTemplate:
     """Validate and compile a v1 template dict."""
-    _check_shape(spec)
     _check_nesting(spec)
+    _check_keys(spec)
+    _check_shape(spec)
     fields = {name: _build_field(name, raw) for name, raw in spec["fields"].items()}
     implicit = [name for name, f in fields.items() if f.implicit]
     if len(implicit) > 1:
@@ -544,6 +572,7 @@ _CACHE_SIZE = 64
 def _compile_cached(spec: Mapping[str, Any]) -> CompiledTemplate:
     """Compiled templates are immutable, so the same dict compiles once (keyed by its canonical JSON)."""
     _check_nesting(spec)  # before hashing: a deep or self-multiplying dict would not hash in bounded time
+    _check_keys(spec)  # before hashing: json.dumps writes the key 1 as "1", a hit for a different template
     try:
         key = json.dumps(spec, sort_keys=True)
     except (TypeError, ValueError):
@@ -607,6 +636,9 @@ def _parse_json_text(text: str, *, where: str) -> Any:
     except json.JSONDecodeError as exc:
         raise _fail(f"Expected JSON in {where}, found invalid JSON: {exc.msg} at line {exc.lineno} column "
                     f"{exc.colno}", "bad_json") from None
+    except ValueError as exc:  # a number past Python's integer-string limit (4,300 digits)
+        raise _fail(f"Expected JSON in {where} that Python can read, found a number it refuses: {exc}",
+                    "bad_json") from None
     except RecursionError:
         raise _fail(f"Expected a response template in {where}, found JSON nested too deeply to read (a template "
                     "is a few levels deep)", "too_deep") from None

@@ -6,6 +6,9 @@ from chatparse.templates.registry import (
     get_template,
     list_templates,
     template_info,
+    v1_form,
 )
+from chatparse.templates.v1 import NotV1Error, V1Form
 
-__all__ = ["UnknownTemplateError", "detect_template", "get_template", "list_templates", "template_info"]
+__all__ = ["NotV1Error", "UnknownTemplateError", "V1Form", "detect_template", "get_template", "list_templates",
+           "template_info", "v1_form"]

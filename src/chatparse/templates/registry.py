@@ -18,6 +18,7 @@ from typing import Any
 
 import chatparse.content  # noqa: F401  (registers the parsers chatparse-only templates name)
 from chatparse.errors import ChatparseError, TemplateError
+from chatparse.templates.v1 import V1Form, to_v1
 
 DATA_PACKAGE = "chatparse.templates"
 DATA_DIR = "data"
@@ -138,9 +139,18 @@ def list_templates() -> list[str]:
     return sorted(record["name"] for record in _records().values())
 
 
-def get_template(name: str) -> dict[str, Any]:
-    """A fresh deep copy of the family's v1 response template (``qwen3.5`` may be spelled ``qwen3_5``)."""
-    return copy.deepcopy(_record(name)["template"])
+def get_template(name: str, *, v1: bool = False) -> dict[str, Any]:
+    """A fresh deep copy of the family's response template (``qwen3.5`` may be spelled ``qwen3_5``). With
+    ``v1=True``, its transformers form (what ``tokenizer.parse_response`` accepts; ``v1_form`` says what it
+    loses), or ``NotV1Error`` when v1 cannot express the family."""
+    return v1_form(name).template if v1 else copy.deepcopy(_record(name)["template"])
+
+
+def v1_form(name: str) -> V1Form:
+    """The family's template in transformers' v1 form, with ``losses``: what it parses differently from the
+    built-in, one sentence each. ``NotV1Error`` (code ``not_v1_expressible``) says why when v1 cannot."""
+    record = _record(name)
+    return to_v1(record["name"], record["template"])
 
 
 def template_info(name: str) -> dict[str, Any]:

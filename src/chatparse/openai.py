@@ -4,6 +4,7 @@ streamed ``chat.completion.chunk`` deltas driven by a ``ResponseParser`` (see do
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import uuid
@@ -185,7 +186,9 @@ class _TextState:
     regions' values so far, and the open region's held trailing whitespace."""
 
     name: str
-    fld: CompiledField
+    join: str | None  # the field's ``join``
+    streamable: bool  # the field's content parser streams (its chunks are never dirty)
+    strips: bool  # a plain-text field whose regions are stripped (see ``_strips``)
     whole: bool  # a ``strip_joined`` field: one text stream, stripped at its ends only
     key: str = CONTENT_FIELD  # the delta key its text goes out under
     streams: bool = False  # the open region's chunks go out as they arrive (see ``_update_streams``)
@@ -469,7 +472,8 @@ class ChatCompletionStream:
         name = event["field"]
         state = self._text.get(name)
         if state is None:
-            state = self._text[name] = _TextState(name, fld, whole=fld.ext.strip_joined)
+            state = self._text[name] = _TextState(name, fld.join, fld.parser.streamable, _strips(fld),
+                                                  whole=fld.ext.strip_joined)
             _update_streams(state)
         if state.whole:
             self._route_whole_text(kind, event, state)
@@ -505,7 +509,7 @@ class ChatCompletionStream:
     def _route_whole_text(self, kind: str, event: dict[str, Any], state: _TextState) -> None:
         """A ``strip_joined`` field streams as one text: its pieces and joins as written, the leading
         whitespace of the whole dropped and trailing whitespace held until text follows it."""
-        name, join = event["field"], state.fld.join
+        name, join = event["field"], state.join
         if kind == "region_open" and state.closed_once and join:
             self._text_chunk(name, state, join)
         elif kind == "region_chunk" and not event["dirty"]:
@@ -519,13 +523,13 @@ class ChatCompletionStream:
             if not text:
                 return
             state.started = True
-            if not state.whole and state.fld.join is not None and state.values:
-                text = state.fld.join + text
+            if not state.whole and state.join is not None and state.values:
+                text = state.join + text
         combined = state.held + text
         kept = combined.rstrip()
         state.held = combined[len(kept):]
         self._emit_text(name, state, kept)
-        if state.streams and state.fld.parser.streamable:  # its chunks are never dirty (the registry's contract)
+        if state.streams and state.streamable:  # its chunks are never dirty (the registry's contract)
             state.key = CONTENT_FIELD if name == CONTENT_FIELD else self._reasoning_key
             self._fast = state
 
@@ -631,31 +635,26 @@ class ChatCompletionStream:
 
     def _scanner(self, call: _CallState, shape: _Shape) -> Any:
         """An incremental scanner over the call body, or None when nothing can stream early."""
+        # The callbacks are partials of methods, not closures, so that a stream pickles mid-call.
         if shape.body == "json":
-            ArgumentStream = load("chatparse.tools.stream").ArgumentStream
-
-            def on_key(key: str, value: Any) -> None:
-                if shape.args_whole:
-                    self._early_key(call, key, value)
-                elif key in shape.name_keys and call.index is None:
-                    if isinstance(value, str):
-                        self._header(call, value)
-
-            def on_nested_key(key: str, value: Any) -> None:
-                self._early_key(call, key, value)  # no header yet (arguments before "name"): all wait for the close
-
+            stream = load("chatparse.tools.stream")
+            on_key = functools.partial(self._on_json_key, call, shape)
             if not shape.args_keys:
-                return ArgumentStream(on_key_completed=on_key)
-            return ArgumentStream(on_key_completed=on_key, nested_key=shape.args_keys,
-                                  on_nested_key_completed=on_nested_key)
+                return stream.ArgumentStream(on_key_completed=on_key)
+            # No header yet (arguments before "name"): all wait for the close.
+            return stream.ArgumentStream(on_key_completed=on_key, nested_key=shape.args_keys,
+                                         on_nested_key_completed=functools.partial(self._early_key, call))
         if shape.body == "xml" and shape.args_whole:
-            XMLArgumentStream = load("chatparse.tools.xml_stream").XMLArgumentStream
-
-            def on_xml_key(key: str, value: Any) -> None:
-                self._early_key(call, key, value, hold_one=True)
-
-            return XMLArgumentStream(on_key_completed=on_xml_key)
+            xml_stream = load("chatparse.tools.xml_stream")
+            return xml_stream.XMLArgumentStream(on_key_completed=functools.partial(self._early_key, call, hold_one=True))
         return None
+
+    def _on_json_key(self, call: _CallState, shape: _Shape, key: str, value: Any) -> None:
+        if shape.args_whole:
+            self._early_key(call, key, value)
+        elif key in shape.name_keys and call.index is None:
+            if isinstance(value, str):
+                self._header(call, value)
 
     def _early_key(self, call: _CallState, key: str, value: Any, *, hold_one: bool = False) -> None:
         """Send ``key``'s fragment when its final serialization is certain (XML: one key later)."""
@@ -817,8 +816,7 @@ def _streamed_json(call: _CallState, arguments: Any) -> str | None:
 def _update_streams(state: _TextState) -> None:
     """Whether the field's chunks go out as they arrive: a stripped plain-text field whose regions join
     (or its first region), or a ``strip_joined`` one; the others wait for the region's value."""
-    fld = state.fld
-    state.streams = state.whole or (_strips(fld) and (fld.join is not None or not state.closed_once))
+    state.streams = state.whole or (state.strips and (state.join is not None or not state.closed_once))
 
 
 def _strips(fld: CompiledField) -> bool:

@@ -57,11 +57,12 @@ own_cpu: Callable[[], float] = getattr(time, "thread_time", process_time)
 
 def stalled(cpu_before: float, wall_before: float, timeout: float) -> bool:
     """Whether a search that timed out (started at ``wall_before`` on the wall clock and ``cpu_before`` on
-    ``own_cpu``) waited rather than worked: its thread used less than half of the time it was given, or
-    of the time it took. A catastrophic pattern works the whole time; a search whose thread was
-    descheduled, or whose ``timeout=`` other threads' CPU time used up, does not."""
+    ``own_cpu``, given ``timeout``) waited rather than worked: its thread ran neither for half of the time
+    it was given nor for half of the time it took. A catastrophic pattern does both, or the second on a
+    busy machine (the ``regex`` module's timeout counts other threads' CPU time too, so it comes sooner);
+    a search whose thread was descheduled, or waited for the GIL, does neither."""
     used = own_cpu() - cpu_before
-    return used < min(timeout, perf_counter() - wall_before) / 2
+    return used < timeout / 2 and used < (perf_counter() - wall_before) / 2
 
 
 class RegexBudget:

@@ -14,7 +14,7 @@ from chatparse.errors import (
     TransformError,
     UsageError,
 )
-from chatparse.lazy import load
+from chatparse.lazy import load as _load
 from chatparse.openai import ChatCompletionStream, to_chat_completion, to_chat_message
 from chatparse.template import CompiledTemplate, load_template
 from chatparse.templates import detect_template, get_template, list_templates
@@ -51,7 +51,7 @@ def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'chatparse' has no attribute {name!r}")
-    return getattr(load(module), name)
+    return getattr(_load(module), name)
 
 
 __all__ = [

@@ -3,9 +3,10 @@ many threads make that first use at once.
 
 Python's import system locks each module on its own: two threads that import two submodules of a package
 not imported yet can each hold what the other needs (``_DeadlockError``, ``ImportError: partially
-initialized module``, ``KeyError`` of the package). ``load`` makes such imports one at a time, the
-package's first: every first-use import inside chatparse goes through it. Module-level code never calls
-``load`` (a thread holding a module's import lock must never wait for this one).
+initialized module``, ``KeyError`` of the package). ``load`` makes such imports one at a time: the
+first-use imports of the parsing paths (the package's lazy names, tool typing, argument streaming, the
+near-JSON reader) go through it. Module-level code never calls ``load`` (a thread holding a module's
+import lock must never wait for this one).
 """
 
 from __future__ import annotations

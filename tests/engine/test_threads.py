@@ -254,8 +254,9 @@ def test_parsers_of_a_fresh_template_start_together(monkeypatch: pytest.MonkeyPa
 
 
 def test_threads_sharing_templates_give_the_single_threaded_results() -> None:
-    """N threads stream corpus outputs of several families through parsers of the same shared templates,
-    each with its own splits, and get exactly what one thread gets: messages and every feed's events."""
+    """N threads stream corpus outputs of several families through parsers and chat-completion streams of
+    the same shared templates, each with its own splits, and get exactly what one thread gets: messages,
+    every feed's events and every feed's chunks."""
     families = {"gpt_oss": "gpt_oss", "qwen3_coder": "qwen3_coder", "hermes": "hermes", "deepseek_v3_1": "deepseek_v3.1",
                 "kimi_k2": "kimi_k2", "minimax_m2": "minimax_m2", "llama4_pythonic": "llama4_pythonic"}
     work = [(name, case) for family, name in families.items() for case in family_cases(family)[:5]]
@@ -266,9 +267,14 @@ def test_threads_sharing_templates_give_the_single_threaded_results() -> None:
         rng = random.Random(seed)
         out = []
         for name, case in work:
+            chunks = random_split(case["output"], rng)
             parser = chatparse.ResponseParser(name, case["prefix"], tools=case.get("tools"), on_malformed="keep")
-            events = [parser.feed(chunk) for chunk in random_split(case["output"], rng)]
+            events = [parser.feed(chunk) for chunk in chunks]
             out.append((json.dumps(events, default=repr), json.dumps(parser.finalize(), default=repr)))
+            stream = chatparse.ChatCompletionStream(name, case["prefix"], tools=case.get("tools"), id_factory=str,
+                                                    completion_id="chatcmpl-1", created=1)
+            deltas = [stream.feed(chunk) for chunk in chunks] + [stream.finish()]
+            out.append((json.dumps(deltas, default=repr), json.dumps(stream.message, default=repr)))
         return out
 
     expected = [streams(seed) for seed in range(8)]

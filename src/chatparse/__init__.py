@@ -14,12 +14,17 @@ from chatparse.errors import (
     TransformError,
     UsageError,
 )
+from chatparse.lazy import load as _load
+from chatparse.openai import ChatCompletionStream, to_chat_completion, to_chat_message
 from chatparse.template import CompiledTemplate, load_template
+from chatparse.templates import detect_template, get_template, list_templates
 
 __version__ = "0.1.0"
 
 # The tool-call boundary and grounded answers load pydantic; import them on first use so that
-# `import chatparse` stays light for a serving engine that only parses.
+# `import chatparse` stays light for a serving engine that only parses. What a stream needs (the engine,
+# OpenAI chunks, the built-in templates) is imported here; the rest through ``load``, which is safe when
+# many threads make the first use at once.
 _LAZY = {
     "ArgumentStream": "chatparse.tools",
     "ToolArgumentError": "chatparse.tools",
@@ -36,14 +41,8 @@ _LAZY = {
     "answer_question": "chatparse.answers",
     "generation_schema": "chatparse.answers",
     "StrictJSONError": "chatparse.strict_json",
-    "ChatCompletionStream": "chatparse.openai",
-    "to_chat_message": "chatparse.openai",
-    "to_chat_completion": "chatparse.openai",
     "ArgumentStreamResult": "chatparse.tools",
     "XMLArgumentStream": "chatparse.tools",
-    "list_templates": "chatparse.templates",
-    "get_template": "chatparse.templates",
-    "detect_template": "chatparse.templates",
     "synthesize_template": "chatparse.synthesize",
 }
 
@@ -52,12 +51,12 @@ def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'chatparse' has no attribute {name!r}")
-    import importlib
+    return getattr(_load(module), name)
 
-    return getattr(importlib.import_module(module), name)
 
 __all__ = [
     *_LAZY,
+    "ChatCompletionStream",
     "ChatparseError",
     "CompiledTemplate",
     "Limits",
@@ -72,6 +71,11 @@ __all__ = [
     "TransformError",
     "UsageError",
     "__version__",
+    "detect_template",
+    "get_template",
+    "list_templates",
     "load_template",
     "parse_response",
+    "to_chat_completion",
+    "to_chat_message",
 ]

@@ -4,6 +4,7 @@ streamed ``chat.completion.chunk`` deltas driven by a ``ResponseParser`` (see do
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import uuid
@@ -14,10 +15,13 @@ from typing import Any, Generic, TypeVar, overload
 from chatparse.engine import ResponseParser
 from chatparse.engine.parser import Event, OnMalformed
 from chatparse.engine.tool_typing import coerce_string, schema_types
-from chatparse.errors import InputTypeError
+from chatparse.errors import ChatparseError, InputTypeError, UsageError
+from chatparse.lazy import load
 from chatparse.template.compile import CompiledField
 
 IdFactory = Callable[[int], str]
+# Errors of a call the parser refused before its state changed: the stream can go on after them.
+_REFUSED = frozenset({"bad_input_type", "mixed_feed", "parser_finalized"})
 Chunk = dict[str, Any]
 
 # A chunk's one choice, copied per chunk (a copy costs less than a dict display).
@@ -182,7 +186,9 @@ class _TextState:
     regions' values so far, and the open region's held trailing whitespace."""
 
     name: str
-    fld: CompiledField
+    join: str | None  # the field's ``join``
+    streamable: bool  # the field's content parser streams (its chunks are never dirty)
+    strips: bool  # a plain-text field whose regions are stripped (see ``_strips``)
     whole: bool  # a ``strip_joined`` field: one text stream, stripped at its ends only
     key: str = CONTENT_FIELD  # the delta key its text goes out under
     streams: bool = False  # the open region's chunks go out as they arrive (see ``_update_streams``)
@@ -270,9 +276,7 @@ class ChatCompletionStream:
         self._make_id = id_factory or default_call_id
         self._params: dict[str, dict[str, Any]] = {}
         if tool_list:
-            from chatparse.tools.schema import tool_parameter_properties
-
-            self._params = tool_parameter_properties(tool_list)
+            self._params = load("chatparse.tools.schema").tool_parameter_properties(tool_list)
         self._text: dict[str, _TextState] = {}
         self._call: _CallState | None = None
         self._calls_sent = 0  # tool-call indices handed out
@@ -281,6 +285,7 @@ class ChatCompletionStream:
         self._sent_calls: list[tuple[str, str, Any]] = []
         self._role_sent = False
         self._done = False
+        self._failed: Exception | None = None  # the first error a feed or finish raised (``_mark_failed``)
         self.message: dict[str, Any] | None = None
         self.malformed: list[dict[str, Any]] = []
         self.mismatches: list[str] = []  # fields whose early deltas could not be reconciled (a bug if any)
@@ -306,46 +311,52 @@ class ChatCompletionStream:
 
     def feed(self, text: str) -> list[Chunk]:
         """Add generated text; returns the chunks it completes."""
-        state = self._fast
-        if state is None:
-            events = self.parser.feed(text)
-            call = self._call
-            if call is not None and len(events) == 1 and call.scanner is not None and not self._initial:
-                event = events[0]
-                if event["type"] == "region_chunk" and event["field"] == TOOLS_FIELD:
-                    # The common feed inside a call (``_feed_events``'s): ``_scan``, inline.
-                    piece = event["text"]
-                    if not ((">" in piece) if call.xml else call.scanner.can_fire(piece)):
-                        call.waiting.append(piece)  # (most feeds end here)
-                        return []
-                    _feed_scanner(call, piece)
-                    return self._take() if self._pending_chunks else []
-            return self._feed_events(events)
-        # The common feed, inline (calls would be half its cost): plain text of the region streaming now,
-        # which the parser hands back as text without building its event; then ``_text_chunk`` in a
-        # started region and one chunk as ``_chunk`` builds it.
-        taken = self._feed_text(text, state.name)
-        if not isinstance(taken, str):  # events: the chunk was not plain text of that region alone
-            if len(taken) != 1 or taken[0]["type"] != "region_chunk" or taken[0]["field"] != state.name:
-                return self._feed_events(taken)
-            taken = taken[0]["text"]
-            if not taken:
-                return []
-        held = state.held
-        combined = held + taken if held else taken
-        kept = combined.rstrip()
-        if kept is not combined:  # trailing whitespace: held until text follows it
-            state.held = combined[len(kept):]
-            if not kept:
-                return []
-        elif held:
-            state.held = ""
-        state.sent.append(kept)
-        choice = _CHOICE.copy()
-        choice["delta"] = {state.key: kept}
-        chunk = self._head.copy()
-        chunk["choices"] = [choice]
-        return [chunk]
+        try:
+            state = self._fast
+            if state is None:
+                if self._failed is not None:
+                    self._check_failed()
+                events = self.parser.feed(text)
+                call = self._call
+                if call is not None and len(events) == 1 and call.scanner is not None and not self._initial:
+                    event = events[0]
+                    if event["type"] == "region_chunk" and event["field"] == TOOLS_FIELD:
+                        # The common feed inside a call (``_feed_events``'s): ``_scan``, inline.
+                        piece = event["text"]
+                        if not ((">" in piece) if call.xml else call.scanner.can_fire(piece)):
+                            call.waiting.append(piece)  # (most feeds end here)
+                            return []
+                        _feed_scanner(call, piece)
+                        return self._take() if self._pending_chunks else []
+                return self._feed_events(events)
+            # The common feed, inline (calls would be half its cost): plain text of the region streaming now,
+            # which the parser hands back as text without building its event; then ``_text_chunk`` in a
+            # started region and one chunk as ``_chunk`` builds it.
+            taken = self._feed_text(text, state.name)
+            if not isinstance(taken, str):  # events: the chunk was not plain text of that region alone
+                if len(taken) != 1 or taken[0]["type"] != "region_chunk" or taken[0]["field"] != state.name:
+                    return self._feed_events(taken)
+                taken = taken[0]["text"]
+                if not taken:
+                    return []
+            held = state.held
+            combined = held + taken if held else taken
+            kept = combined.rstrip()
+            if kept is not combined:  # trailing whitespace: held until text follows it
+                state.held = combined[len(kept):]
+                if not kept:
+                    return []
+            elif held:
+                state.held = ""
+            state.sent.append(kept)
+            choice = _CHOICE.copy()
+            choice["delta"] = {state.key: kept}
+            chunk = self._head.copy()
+            chunk["choices"] = [choice]
+            return [chunk]
+        except Exception as exc:
+            self._mark_failed(exc)
+            raise
 
     def _feed_events(self, events: list[Event]) -> list[Chunk]:
         """The chunks of a feed's events, off the shortest path of ``feed``."""
@@ -369,6 +380,34 @@ class ChatCompletionStream:
 
     def finish(self, finish_reason: str = "stop") -> list[Chunk]:
         """End the stream: the remaining deltas, then a chunk with the final ``finish_reason``."""
+        if self._failed is not None:
+            self._check_failed()
+        try:
+            return self._finish(finish_reason)
+        except Exception as exc:
+            self._mark_failed(exc)
+            raise
+
+    def _mark_failed(self, exc: Exception) -> None:
+        """A feed or finish raised: every later call raises ``parser_failed`` (``_check_failed``), never
+        a silent ``[]`` that would lose the rest of the answer. A call refused before anything changed
+        (a wrong argument type, a feed after ``finish``) is not a failure."""
+        if self._failed is None and not (isinstance(exc, UsageError) and exc.code in _REFUSED):
+            self._failed = exc
+            self._fast = None  # the next feed takes the path that checks
+
+    def _check_failed(self) -> None:
+        failed = self._failed
+        code = failed.code if isinstance(failed, ChatparseError) else "internal_error"
+        raise UsageError(
+            f"Expected a stream that can go on, found one whose earlier feed or finish raised "
+            f"{type(failed).__name__} ({code}: {str(failed)[:200]}); it sends no more chunks, since the rest of "
+            "the answer would be lost or misread. Start a new ChatCompletionStream for the next generation "
+            "(on_malformed='recover', the default, parses past malformed regions).",
+            code="parser_failed", first_code=code, first_error=type(failed).__name__,
+        ) from failed
+
+    def _finish(self, finish_reason: str) -> list[Chunk]:
         out = self._initial
         self._initial = []
         message, events = self.parser.finalize(finish_reason=finish_reason)
@@ -433,7 +472,8 @@ class ChatCompletionStream:
         name = event["field"]
         state = self._text.get(name)
         if state is None:
-            state = self._text[name] = _TextState(name, fld, whole=fld.ext.strip_joined)
+            state = self._text[name] = _TextState(name, fld.join, fld.parser.streamable, _strips(fld),
+                                                  whole=fld.ext.strip_joined)
             _update_streams(state)
         if state.whole:
             self._route_whole_text(kind, event, state)
@@ -469,7 +509,7 @@ class ChatCompletionStream:
     def _route_whole_text(self, kind: str, event: dict[str, Any], state: _TextState) -> None:
         """A ``strip_joined`` field streams as one text: its pieces and joins as written, the leading
         whitespace of the whole dropped and trailing whitespace held until text follows it."""
-        name, join = event["field"], state.fld.join
+        name, join = event["field"], state.join
         if kind == "region_open" and state.closed_once and join:
             self._text_chunk(name, state, join)
         elif kind == "region_chunk" and not event["dirty"]:
@@ -483,13 +523,13 @@ class ChatCompletionStream:
             if not text:
                 return
             state.started = True
-            if not state.whole and state.fld.join is not None and state.values:
-                text = state.fld.join + text
+            if not state.whole and state.join is not None and state.values:
+                text = state.join + text
         combined = state.held + text
         kept = combined.rstrip()
         state.held = combined[len(kept):]
         self._emit_text(name, state, kept)
-        if state.streams and state.fld.parser.streamable:  # its chunks are never dirty (the registry's contract)
+        if state.streams and state.streamable:  # its chunks are never dirty (the registry's contract)
             state.key = CONTENT_FIELD if name == CONTENT_FIELD else self._reasoning_key
             self._fast = state
 
@@ -595,31 +635,26 @@ class ChatCompletionStream:
 
     def _scanner(self, call: _CallState, shape: _Shape) -> Any:
         """An incremental scanner over the call body, or None when nothing can stream early."""
+        # The callbacks are partials of methods, not closures, so that a stream pickles mid-call.
         if shape.body == "json":
-            from chatparse.tools.stream import ArgumentStream
-
-            def on_key(key: str, value: Any) -> None:
-                if shape.args_whole:
-                    self._early_key(call, key, value)
-                elif key in shape.name_keys and call.index is None:
-                    if isinstance(value, str):
-                        self._header(call, value)
-
-            def on_nested_key(key: str, value: Any) -> None:
-                self._early_key(call, key, value)  # no header yet (arguments before "name"): all wait for the close
-
+            stream = load("chatparse.tools.stream")
+            on_key = functools.partial(self._on_json_key, call, shape)
             if not shape.args_keys:
-                return ArgumentStream(on_key_completed=on_key)
-            return ArgumentStream(on_key_completed=on_key, nested_key=shape.args_keys,
-                                  on_nested_key_completed=on_nested_key)
+                return stream.ArgumentStream(on_key_completed=on_key)
+            # No header yet (arguments before "name"): all wait for the close.
+            return stream.ArgumentStream(on_key_completed=on_key, nested_key=shape.args_keys,
+                                         on_nested_key_completed=functools.partial(self._early_key, call))
         if shape.body == "xml" and shape.args_whole:
-            from chatparse.tools.xml_stream import XMLArgumentStream
-
-            def on_xml_key(key: str, value: Any) -> None:
-                self._early_key(call, key, value, hold_one=True)
-
-            return XMLArgumentStream(on_key_completed=on_xml_key)
+            xml_stream = load("chatparse.tools.xml_stream")
+            return xml_stream.XMLArgumentStream(on_key_completed=functools.partial(self._early_key, call, hold_one=True))
         return None
+
+    def _on_json_key(self, call: _CallState, shape: _Shape, key: str, value: Any) -> None:
+        if shape.args_whole:
+            self._early_key(call, key, value)
+        elif key in shape.name_keys and call.index is None:
+            if isinstance(value, str):
+                self._header(call, value)
 
     def _early_key(self, call: _CallState, key: str, value: Any, *, hold_one: bool = False) -> None:
         """Send ``key``'s fragment when its final serialization is certain (XML: one key later)."""
@@ -781,8 +816,7 @@ def _streamed_json(call: _CallState, arguments: Any) -> str | None:
 def _update_streams(state: _TextState) -> None:
     """Whether the field's chunks go out as they arrive: a stripped plain-text field whose regions join
     (or its first region), or a ``strip_joined`` one; the others wait for the region's value."""
-    fld = state.fld
-    state.streams = state.whole or (_strips(fld) and (fld.join is not None or not state.closed_once))
+    state.streams = state.whole or (state.strips and (state.join is not None or not state.closed_once))
 
 
 def _strips(fld: CompiledField) -> bool:

@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 from chatparse.content.args import check_allowed, check_regex, check_string_list, compiled, excerpt, timed
 from chatparse.content.recovery import JSON, PYTHON, Good, bracketed_end, read_items, skip_space
 from chatparse.content.registry import BadItem, register_extensions
+from chatparse.lazy import load
 
 Call = dict[str, Any]
 Args = Mapping[str, Any]
@@ -64,10 +65,10 @@ def _read_json(text: str, python_literals: bool = False) -> Any:
 
 def _python_literal(text: str) -> Any:
     """``text`` read as a Python literal of JSON-typed values (no code runs), or None."""
-    from chatparse.tools.near_json import parse_near_json  # the tool boundary's reader, loaded when needed
+    near_json = load("chatparse.tools.near_json")  # the tool boundary's reader, loaded when needed
 
     try:
-        return parse_near_json(text.strip())
+        return near_json.parse_near_json(text.strip())
     except ValueError:
         return None
 

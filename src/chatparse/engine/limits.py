@@ -4,12 +4,15 @@ A response template comes from a public model hub, so its regexes are as untrust
 they parse. Every delimiter search runs under the ``regex`` module's ``timeout=``; the timeout of one
 search is the smallest of what is left of the per-search, per-feed and per-message budgets, so a
 catastrophic pattern ends with a named ``RegexBudgetError`` instead of a hang. Searches are timed by the
-wall clock, which a busy machine stretches; when a budget runs out, the CPU time the message really used
-decides (see ``RegexBudget``), so only a pattern that is slow on its own fails.
+wall clock, and the ``regex`` module's own ``timeout=`` counts the CPU time of the whole process: both
+run out early on a busy machine or in a server whose other threads work meanwhile. So when a budget runs
+out, the CPU time of the parser's own thread during its searches decides (see ``RegexBudget``): only a
+pattern that is slow on its own fails, whatever other threads do.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from time import perf_counter, process_time
@@ -55,27 +58,44 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
-MAX_RETRIES = 16  # searches retried after a wall-clock timeout on a busy machine, at most, per search
+MAX_RETRIES = 16  # searches retried after a timeout on a busy machine, at most, per search
+# The CPU time of the calling thread: a parser's own work, whatever the process's other threads do (the
+# process's CPU time where the platform has no per-thread clock). A system call: read only on slow paths.
+own_cpu: Callable[[], float] = getattr(time, "thread_time", process_time)
+
+
+def stalled(cpu_before: float, wall_before: float, timeout: float) -> bool:
+    """Whether a search that timed out (started at ``wall_before`` on the wall clock and ``cpu_before`` on
+    ``own_cpu``, given ``timeout``) waited rather than worked: its thread ran neither for half of the time
+    it was given nor for half of the time it took. A catastrophic pattern does both, or the second on a
+    busy machine (the ``regex`` module's timeout counts other threads' CPU time too, so it comes sooner);
+    a search whose thread was descheduled, or waited for the GIL, does neither."""
+    used = own_cpu() - cpu_before
+    return used < timeout / 2 and used < (perf_counter() - wall_before) / 2
 
 
 class RegexBudget:
     """The time left for regex work: per feed (reset by ``start_feed``) and per message.
 
-    Searches are timed by the wall clock (``perf_counter`` is cheap; the ``regex`` module's ``timeout=``
-    is wall-clock too). A busy machine stretches wall-clock time without the pattern being slow, so when
-    a budget runs out the process's CPU time decides: while the message has used less CPU than its
-    message budget allows, the wall-clock budgets are refilled and the search is retried; a retried search
-    that times out again while burning the CPU it was given is a catastrophic pattern. Benign input on a
-    loaded machine therefore never fails, and a catastrophic pattern still ends in bounded CPU time."""
+    Searches are timed by the wall clock (``perf_counter`` is cheap), and the ``regex`` module's
+    ``timeout=`` counts the whole process's CPU time: a busy machine, or other threads of a server,
+    use both up without the pattern being slow. So when a budget runs out the parser's own CPU time
+    decides: the budgets are refilled and the search retried, and from then on each search of the
+    message is measured on its thread's CPU clock (``own_cpu``; two system calls a search, only on a
+    message that ran out once). A retried search that times out while working the time it was given
+    (``stalled`` says no), or a message whose measured searches used its whole message budget of CPU,
+    is a catastrophic pattern. Benign input on a loaded machine or in a busy server therefore never
+    fails, and a catastrophic pattern still ends in bounded CPU time (at most about twice the budget)."""
 
-    __slots__ = ("cpu_allowed", "cpu_start", "feed_left", "limits", "message_left", "search_allowance")
+    __slots__ = ("cpu_allowed", "cpu_used", "feed_left", "limits", "measured", "message_left", "search_allowance")
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self.feed_left = limits.feed_budget
         self.message_left = limits.message_budget
         self.search_allowance = limits.search_timeout
-        self.cpu_start = process_time()
+        self.measured = False  # searches are measured on the thread's CPU clock (after a first refill)
+        self.cpu_used = 0.0  # CPU seconds the measured searches used
         self.cpu_allowed = limits.message_budget  # CPU seconds the message may spend (grows per character)
 
     def start_feed(self, size: int = 0) -> None:
@@ -94,37 +114,35 @@ class RegexBudget:
 
     def run(self, method: Callable[..., Any], field: str | None, key: str, *args: Any, **kwargs: Any) -> Any:
         """Call a ``regex`` pattern method with the timeout that is left; charge the time it took."""
-        cpu_before: float | None = None  # measured only for a retried search (process_time is not free)
         retries = 0
         while True:
             timeout = min(self.search_allowance, self.feed_left, self.message_left)
             if timeout <= 0:
-                if self._busy():
+                if self.cpu_used < self.cpu_allowed:
                     self._refill()
                     continue
                 raise self._error(field, key, timeout)
+            measured = self.measured
+            cpu = own_cpu() if measured else 0.0
             start = perf_counter()
             try:
                 return method(*args, timeout=timeout, **kwargs)
             except TimeoutError:  # an OSError subclass: catch it by name, before anything broader
-                burned = cpu_before is not None and process_time() - cpu_before >= timeout / 2
                 retries += 1
-                if burned or retries > MAX_RETRIES or not self._busy():
+                if (measured and not stalled(cpu, start, timeout)) or retries > MAX_RETRIES \
+                        or self.cpu_used >= self.cpu_allowed:
                     raise self._error(field, key, timeout) from None
                 self._refill()
-                cpu_before = process_time()
             finally:
                 elapsed = perf_counter() - start
                 self.feed_left -= elapsed
                 self.message_left -= elapsed
-
-    def _busy(self) -> bool:
-        """True while the message has used less CPU time than its budget allows: the wall clock ran out
-        because the machine was busy, not because the regex was slow."""
-        return process_time() - self.cpu_start < self.cpu_allowed
+                if measured:
+                    self.cpu_used += own_cpu() - cpu
 
     def _refill(self) -> None:
         limits = self.limits
+        self.measured = True
         self.search_allowance = max(self.search_allowance, limits.search_timeout)
         self.feed_left = max(self.feed_left, 0.0) + limits.feed_budget
         self.message_left = max(self.message_left, 0.0) + limits.message_budget

@@ -35,6 +35,7 @@ from chatparse.errors import (
     excerpt,
     region_failure,
 )
+from chatparse.lazy import load
 from chatparse.structure import BodyTracker
 from chatparse.template.compile import CompiledField, CompiledTemplate, load_template
 from chatparse.template.extensions import NO_TEMPLATE_EXT
@@ -52,6 +53,9 @@ _COMPACT_MIN = 1024
 # most this many (the table starts again when full).
 _MEMO_TEXT = 256
 _MEMO_SIZE = 4096
+# What a parser derives from its template (``_attach_template``): not pickled, derived again on load.
+_DERIVED = frozenset({"_watch", "_scan_orders", "_triggers", "_shared", "_memo", "_heads", "_deep_tables",
+                      "_quiet_table", "_floors", "_known"})
 _STILL_FORMING = (None, 0)  # the remembered answer "nothing to commit, hold from the scan position"
 _CONTENT_FEEDS = 4  # a content parser's regexes may take this many feed budgets (plus the per-character part)
 _SCALARS = frozenset({str, int, float, bool, type(None)})  # default values shared, not copied
@@ -160,34 +164,14 @@ class ResponseParser:
         self._unparsed: list[str] | None = [] if self._template.ext is not NO_TEMPLATE_EXT else None
         self._in_prefix = False
         self._finalized = False
+        self._failed: ChatparseError | None = None  # the first error a feed or finalize raised (see ``_mark_failed``)
         self._limit_cut = False  # finalize(finish_reason="length"): the token limit cut the text
         self._stopped = False  # finalize(finish_reason="stop", ...): the model ended the turn itself
-        self._watch = self._build_watchlists()
-        # Remembered scan answers (see ``_scan_delimiters``), shared by every parser of the template: an
-        # answer depends only on the template's delimiters, the state and the text (never on the limits,
-        # the tools or the stream), so a server's later streams find the headers its first one saw.
-        tables = self._template.engine_tables
-        shared = tables.get("memo")
-        if shared is None:
-            shared = tables.setdefault("memo", _ScanMemo())
-        self._shared: _ScanMemo = shared
-        self._memo: dict[tuple[str | None, int, bool], dict[str, Any]] = self._shared.tables
-        self._heads: dict[tuple[str | None, int, bool], tuple[dict[str, Any], list[int]]] = self._shared.heads
-        self._deep_tables: dict[str | None, dict[str, Any]] = {}  # per state, the table ``_memo_for`` gives most
-        # Per watch list: the order scanners are asked in when a forming delimiter can end the scan: those
-        # that most recently found one first, then literal ones (they answer cheaply).
-        self._scan_orders = {id(watch): _literal_first(watch) for watch in self._watch.values()}
         self._memo_text = min(_MEMO_TEXT, self._hold_cap)  # longer: the hold-back cap may apply
-        self._triggers = self._template.triggers
-        # The quiet fast path (see ``feed``): armed with the open region's entry when nothing is held.
-        if "quiet" not in tables:
-            tables["quiet"] = self._build_quiet_table()
-            tables["floors"] = self._build_floor_table()
-        self._floors: dict[str | None, _Floor | None] = tables["floors"]
+        self._attach_template()
         # Per state: the context its watched delimiters may look back at.
         self._contexts = {state: max((s.delim.info.context for _, _, s in watch), default=0)
                           for state, watch in self._watch.items()}
-        self._quiet_table: dict[str | None, _QuietEntry | None] = tables["quiet"]
         self._quiet: _QuietEntry | None = None
         self._forming = False  # text is held at the end and nothing else is pending (see ``feed``)
         # While forming: the remembered scan answers for the state, and where the text they key starts.
@@ -213,6 +197,52 @@ class ResponseParser:
                 raise
             except Exception as exc:
                 raise _fault(exc) from exc
+
+    def _attach_template(self) -> None:
+        """What the parser derives from its template: the watch lists (fresh scanners: they only remember
+        where a delimiter cannot occur) and the tables shared by every parser of the template."""
+        self._watch = self._build_watchlists()
+        # Per watch list: the order scanners are asked in when a forming delimiter can end the scan: those
+        # that most recently found one first, then literal ones (they answer cheaply).
+        self._scan_orders = {id(watch): _literal_first(watch) for watch in self._watch.values()}
+        self._triggers = self._template.triggers
+        # Remembered scan answers (see ``_scan_delimiters``), shared by every parser of the template: an
+        # answer depends only on the template's delimiters, the state and the text (never on the limits,
+        # the tools or the stream), so a server's later streams find the headers its first one saw.
+        # Parsers in other threads may attach at once: each table is stored once (``setdefault``), and
+        # every parser uses the one stored first.
+        tables = self._template.engine_tables
+        shared = tables.get("memo")
+        if shared is None:
+            shared = tables.setdefault("memo", _ScanMemo())
+        self._shared: _ScanMemo = shared
+        self._memo: dict[tuple[str | None, int, bool], dict[str, Any]] = shared.tables
+        self._heads: dict[tuple[str | None, int, bool], tuple[dict[str, Any], list[int]]] = shared.heads
+        self._deep_tables: dict[str | None, dict[str, Any]] = {}  # per state, the table ``_memo_for`` gives most
+        # The quiet fast path (see ``feed``) and the scan floors, built once per template.
+        fast = tables.get("fast")
+        if fast is None:
+            fast = tables.setdefault("fast", (self._build_quiet_table(), self._build_floor_table()))
+        self._quiet_table: dict[str | None, _QuietEntry | None] = fast[0]
+        self._floors: dict[str | None, _Floor | None] = fast[1]
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A parser pickles (``copy.deepcopy``, ``multiprocessing``) with its stream state; what it derives
+        from the template is derived again on load (``_attach_template``), and the template's shared
+        tables are not pickled."""
+        state = {k: v for k, v in self.__dict__.items() if k not in _DERIVED}
+        state["_quiet"] = self._quiet is not None  # armed: the entry is looked up again on load
+        state["_forming_table"] = self._forming_table is not None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        armed, forming = state.pop("_quiet"), state.pop("_forming_table")
+        self.__dict__.update(state)
+        self._known = None  # a scan answer handed within one feed (see ``_feed_forming``)
+        self._attach_template()
+        region = None if self._current == self._implicit else self._current
+        self._quiet = self._quiet_table.get(region) if armed else None
+        self._forming_table = self._memo_for(region, self._pos) if forming else None
 
     # --- public API -----------------------------------------------------------------------------
 
@@ -309,10 +339,11 @@ class ResponseParser:
                     return []
             try:  # ``_guarded_feed``, inline
                 return self._feed_forming(text)
-            except ChatparseError:
+            except ChatparseError as exc:
+                self._mark_failed(exc)
                 raise
             except Exception as exc:
-                raise _fault(exc) from exc
+                raise self._mark_failed(_fault(exc)) from exc
         return self._feed_checked(text)
 
     def feed_text(self, text: str, field: str) -> str | list[Event]:
@@ -375,7 +406,7 @@ class ResponseParser:
         return [{"type": "region_chunk", "field": name, "text": out, "dirty": dirty}] if self._keep_events else []
 
     def _feed_checked(self, text: str) -> list[Event]:
-        if self._finalized:
+        if self._finalized or self._failed is not None:
             self._check_open()
         if type(text) is not str and not isinstance(text, str):
             raise InputTypeError(f"feed() takes str, found {type(text).__name__}; use feed_bytes() for bytes")
@@ -387,10 +418,21 @@ class ResponseParser:
     def _guarded_feed(self, text: str) -> list[Event]:
         try:
             return self._feed(text)
-        except ChatparseError:
+        except ChatparseError as exc:
+            self._mark_failed(exc)
             raise
         except Exception as exc:
-            raise _fault(exc) from exc
+            raise self._mark_failed(_fault(exc)) from exc
+
+    def _mark_failed(self, exc: ChatparseError) -> ChatparseError:
+        """A feed or finalize raised while the parser's state was changing: the state is no longer one
+        the rest of the output can be read from, so every later call raises ``parser_failed`` (see
+        ``_check_open``) instead of parsing on. The fast paths are disarmed so that the next feed gets there."""
+        if self._failed is None:
+            self._failed = exc
+        self._quiet = None
+        self._forming = False
+        return exc
 
     def feed_bytes(self, data: bytes | bytearray | memoryview) -> list[Event]:
         """Add generated UTF-8 bytes. A character split across calls is decoded once it is complete;
@@ -406,10 +448,10 @@ class ResponseParser:
             text = self._decoder.decode(data, final=False)
         except UnicodeDecodeError as exc:
             offset = self._bytes_in - pending + exc.start
-            raise InvalidUtf8Error(
+            raise self._mark_failed(InvalidUtf8Error(  # the valid bytes before it in ``data`` are lost too
                 f"Expected UTF-8 bytes, found an invalid sequence at byte {offset} of the stream "
                 f"({exc.reason}): {bytes(exc.object[exc.start : exc.start + 8])!r}", offset=offset,
-            ) from None
+            )) from None
         self._bytes_in += len(data)
         if self._decoder.getstate()[0]:
             self._quiet = None  # feed() must refuse text until the split character is complete
@@ -573,15 +615,13 @@ class ResponseParser:
             if self._skip_from >= 0:
                 self._unskip()
                 self._skip_from = -1
-        except Exception as exc:
-            raise _fault(exc) from exc
-        self._start_feed(len(self._buf) - self._pos)
-        try:
+            self._start_feed(len(self._buf) - self._pos)
             self._process(events, eos=True)
-        except ChatparseError:
+        except ChatparseError as exc:
+            self._mark_failed(exc)
             raise
         except Exception as exc:
-            raise _fault(exc) from exc
+            raise self._mark_failed(_fault(exc)) from exc
         self._finalized = True
         missing = [n for n, f in self._template.fields.items() if not f.optional and n not in self._output]
         if missing:
@@ -607,6 +647,15 @@ class ResponseParser:
     # --- input buffer ----------------------------------------------------------------------------
 
     def _check_open(self) -> None:
+        failed = self._failed
+        if failed is not None:
+            raise UsageError(
+                f"Expected a parser that can go on, found one whose earlier feed or finalize raised "
+                f"{type(failed).__name__} ({failed.code}: {_short(failed)}); it gives no more events or message, "
+                "since what it read after that would be lost or misread. Create a new parser for the next "
+                "generation; to parse past a malformed region instead of raising, pass on_malformed='keep' "
+                "or 'recover'.", code="parser_failed", first_code=failed.code, first_error=type(failed).__name__,
+            ) from failed
         if self._finalized:
             raise UsageError("ResponseParser already finalized; create a new parser for the next generation",
                              code="parser_finalized")
@@ -1379,15 +1428,14 @@ def _fault(exc: Exception) -> ChatparseError:
 
 
 def _tool_properties(tools: Iterable[Any]) -> dict[str, dict[str, Any]]:
-    from chatparse.tools.schema import tool_parameter_properties  # pydantic-backed; loaded only when used
-
-    return tool_parameter_properties(tools)
+    schema = load("chatparse.tools.schema")  # pydantic-backed; loaded only when used
+    properties: dict[str, dict[str, Any]] = schema.tool_parameter_properties(tools)
+    return properties
 
 
 def _tool_required(tools: Iterable[Any]) -> dict[str, tuple[str, ...]]:
-    from chatparse.tools.schema import tool_required_parameters
-
-    return tool_required_parameters(tools)
+    required: dict[str, tuple[str, ...]] = load("chatparse.tools.schema").tool_required_parameters(tools)
+    return required
 
 
 def _literal_first(watch: list[_Watch]) -> list[int]:

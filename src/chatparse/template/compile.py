@@ -10,6 +10,7 @@ import copy
 import json
 import os
 import re
+import threading
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -132,6 +133,12 @@ class CompiledTemplate:
     def to_dict(self) -> dict[str, Any]:
         """A fresh copy of the v1 template this was compiled from."""
         return copy.deepcopy(dict(self.source))
+
+    def __reduce__(self) -> tuple[Any, tuple[dict[str, Any]]]:
+        """Pickled (``multiprocessing``, Ray, ``copy.deepcopy``) as its source, compiled again on load: the
+        compiled form holds read-only views and per-template engine tables that are not data. Loading
+        goes through the template cache, so one process compiles each source once."""
+        return load_template, (self.to_dict(),)
 
 
 def _fail(message: str, code: str, *, field: str | None = None, key: str | None = None) -> TemplateError:
@@ -567,6 +574,10 @@ def load_template(obj: Any) -> CompiledTemplate:
 
 _CACHE: dict[str, CompiledTemplate] = {}
 _CACHE_SIZE = 64
+# Guards ``_CACHE`` and ``_BUILTIN_COMPILED``: parsers in many threads load templates at once. A template
+# compiles outside it; when two threads compile the same one, the first stored is the one every later
+# load returns (so its parsers share one set of engine tables).
+_CACHE_LOCK = threading.Lock()
 
 
 def _compile_cached(spec: Mapping[str, Any]) -> CompiledTemplate:
@@ -578,10 +589,15 @@ def _compile_cached(spec: Mapping[str, Any]) -> CompiledTemplate:
     except (TypeError, ValueError):
         return compile_template(spec)
     compiled = _CACHE.get(key)
-    if compiled is None:
-        compiled = compile_template(spec)
-        if len(_CACHE) >= _CACHE_SIZE:
-            _CACHE.pop(next(iter(_CACHE)))
+    if compiled is not None:
+        return compiled
+    compiled = compile_template(spec)
+    with _CACHE_LOCK:
+        stored = _CACHE.get(key)
+        if stored is not None:
+            return stored
+        while len(_CACHE) >= _CACHE_SIZE:
+            del _CACHE[next(iter(_CACHE))]
         _CACHE[key] = compiled
     return compiled
 
@@ -615,8 +631,9 @@ def _load_text(obj: str | os.PathLike[str]) -> CompiledTemplate:
         return compiled
     builtin = _builtin_template(text)
     if builtin is not None:
-        compiled = _BUILTIN_COMPILED[text] = compile_template(builtin)
-        return compiled
+        compiled = compile_template(builtin)
+        with _CACHE_LOCK:
+            return _BUILTIN_COMPILED.setdefault(text, compiled)
     raise _fail(f"Expected a template dict, JSON text, an existing file or a built-in name; found {text!r}, "
                 "which is none of these. Run `chatparse templates list` for built-in names.", "template_not_found")
 

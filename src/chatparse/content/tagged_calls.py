@@ -58,7 +58,7 @@ def parse_tagged_call(text: str, args: Args) -> dict[str, Any]:
 
 def _json_call(body: str) -> dict[str, Any]:
     try:
-        call = json.loads(body)
+        call = json.loads(body, strict=False)  # a raw newline or tab inside a string is kept
     except json.JSONDecodeError as exc:
         raise ValueError(f"tagged-call: the call object is not JSON ({exc.msg}): {excerpt(body)}") from exc
     if not isinstance(call, dict):
@@ -69,7 +69,7 @@ def _json_call(body: str) -> dict[str, Any]:
     arguments = next((call[k] for k in _ARGUMENT_KEYS if k in call), None)
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments)
+            arguments = json.loads(arguments, strict=False)
         except json.JSONDecodeError as exc:
             raise ValueError(f"tagged-call: the arguments string is not JSON ({exc.msg})") from exc
     if arguments is None:

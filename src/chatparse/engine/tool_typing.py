@@ -77,7 +77,7 @@ def _cast(raw: str, type_name: str, python_literals: bool = False) -> Any:
             literal = _python_literal(raw)
             if isinstance(literal, kind):
                 return literal
-        decoded = json.loads(raw)
+        decoded = json.loads(raw, strict=False)  # a raw newline or tab inside a string is kept
         return decoded if isinstance(decoded, kind) else _MISS
     return _MISS
 

@@ -25,7 +25,7 @@ CASES = [
     "mistral_v3/string_arguments_and_raw_newline_in_a_call_list", "xlam/arguments_written_as_a_json_string",
     "deepseek_v3_1/raw_newline_inside_a_json_string", "kimi_k2/raw_newline_inside_a_json_string",
     "minimax_m3/string_parameter_written_as_nested_tags", "minimax_m3/nested_leaves_typed_by_the_schema",
-    "k2_horizon/declared_type_differs_from_the_schema",
+    "k2_horizon/declared_type_differs_from_the_schema", "muse_glimmer/string_parameters_that_read_as_json",
 ]
 
 

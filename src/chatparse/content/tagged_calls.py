@@ -14,11 +14,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from chatparse.content.args import WrittenArguments, check_allowed, excerpt
+from chatparse.content.args import check_allowed, excerpt
+from chatparse.content.parameters import read_parameters
 from chatparse.content.regex_search import searcher
 from chatparse.content.registry import register_extensions
 from chatparse.content.xml_params import EXTENSIONS as XML_PARAMS
-from chatparse.content.xml_params import parse_xml_params
 
 Args = Mapping[str, Any]
 _ARGS: dict[str, type | tuple[type, ...]] = {"params": Mapping, "json_call": bool}
@@ -52,25 +52,8 @@ def parse_tagged_call(text: str, args: Args) -> dict[str, Any]:
         raise ValueError(f"tagged-call: the call has no name: {excerpt(body)}")
     if any(c.isspace() or c in _NOT_IN_NAMES for c in name):
         raise ValueError(f"tagged-call: a call name holds no whitespace, quotes or brackets: {excerpt(name)}")
-    arguments = {} if opener is None else _parameters(text[opener.start() :], params)
+    arguments = {} if opener is None else read_parameters(text[opener.start() :], params)
     return {"name": name, "arguments": arguments}
-
-
-_VALUE_PARSER_KEYS = ("value_parsers", "default_parser")
-
-
-def _parameters(body: str, params: Args) -> dict[str, Any]:
-    """The parameters, read by the value parsers the model's declared types pick (``<ifm|arg_type>``); a
-    value they read as anything but text keeps its text (``WrittenArguments``), so a parameter whose
-    schema is ``string`` is the text the model wrote (``"12"``), whatever type it declared."""
-    typed = parse_xml_params(body, params)
-    if not any(key in params for key in _VALUE_PARSER_KEYS) or all(isinstance(v, str) for v in typed.values()):
-        return typed
-    text = parse_xml_params(body, {k: v for k, v in params.items() if k not in _VALUE_PARSER_KEYS})
-    written: dict[tuple[str | int, ...], str] = {
-        (key,): text[key] for key, value in typed.items() if not isinstance(value, str) and isinstance(text.get(key), str)
-    }
-    return WrittenArguments(typed, written)
 
 
 def _json_call(body: str) -> dict[str, Any]:

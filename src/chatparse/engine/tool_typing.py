@@ -146,7 +146,7 @@ _KINDS: tuple[tuple[type | tuple[type, ...], str], ...] = (
 
 
 def _kind(value: Any) -> str:
-    return next(kind for cls, kind in _KINDS if isinstance(value, cls))
+    return next((kind for cls, kind in _KINDS if isinstance(value, cls)), "")
 
 
 def _admits(types: tuple[str, ...], value: Any) -> bool:

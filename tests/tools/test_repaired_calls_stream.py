@@ -26,6 +26,8 @@ CASES = [
     "deepseek_v3_1/raw_newline_inside_a_json_string", "kimi_k2/raw_newline_inside_a_json_string",
     "minimax_m3/string_parameter_written_as_nested_tags", "minimax_m3/nested_leaves_typed_by_the_schema",
     "k2_horizon/declared_type_differs_from_the_schema", "muse_glimmer/string_parameters_that_read_as_json",
+    "gpt_oss/raw_newline_inside_a_json_string", "internlm2/arguments_written_as_a_json_string",
+    "minimax_m1/raw_newline_and_string_arguments", "hunyuan_a13b/arguments_written_as_a_json_string",
 ]
 
 

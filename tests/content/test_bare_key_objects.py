@@ -72,3 +72,9 @@ def test_content_args_are_checked_at_load(args: dict[str, Any]) -> None:
     }
     with pytest.raises(TemplateError):
         chatparse.load_template(template)
+
+
+def test_a_raw_newline_inside_a_json_string_is_kept() -> None:
+    # Strict JSON forbids a raw control character in a string; its meaning is unambiguous (a repair).
+    args = {"string_delims": [["<escape>", "<escape>"]]}
+    assert parse_bare_key_object('{code:"l1\n\tl2",n:2}', args) == {"code": "l1\n\tl2", "n": 2}

@@ -66,6 +66,13 @@ def test_registered_as_chatparse_only_structured_parsers(name: str) -> None:
             [call("a", q="x", n={"d": 1})],
         ),
         ('[{"name": "a", "arguments": ""}]', {"decode_string_arguments": True}, [call("a")]),
+        # OpenAI's wire form (arguments as a string holding the object) is decoded by default.
+        ('[{"name": "a", "arguments": "{\\"file\\": \\"a.txt\\"}"}]', {}, [call("a", file="a.txt")]),
+        # A raw newline or tab inside a string (strict JSON forbids it) is kept as written.
+        ('{"name": "a", "arguments": {"code": "if x:\n\treturn 1"}}', {"accept": ["object"]},
+         [call("a", code="if x:\n\treturn 1")]),
+        ('{"name": "a", "arguments": "{\\"code\\": \\"l1\nl2\\"}"}', {"accept": ["object"]},
+         [call("a", code="l1\nl2")]),
         # Call objects back to back (MiniMax-M1: one per line; ';' or ',' between them also read).
         (
             '{"name": "a", "arguments": {"s": "} {"}}\n{"name": "b"}; {"name": "c", "parameters": {"k": 1}}',
@@ -108,12 +115,13 @@ def test_json_calls_reads(body: str, args: dict[str, Any], expected: list[dict[s
         ('[{"arguments": {}}]', {}, "call 0 has no name key"),
         ('[{"name": ""}]', {}, "name must be a non-empty string"),
         ('[{"name": "a", "arguments": [1]}]', {}, "arguments must be a JSON object, found list"),
-        ('[{"name": "a", "arguments": "{}"}]', {}, "arguments must be a JSON object, found str"),
-        (
-            '[{"name": "a", "arguments": "{bad"}]',
-            {"decode_string_arguments": True},
-            "arguments string is not JSON",
-        ),
+        ('[{"name": "a", "arguments": "{}"}]', {"decode_string_arguments": False},
+         "arguments must be a JSON object, found str"),
+        # Arguments written as a string (decoded by default) must hold a JSON object.
+        ('[{"name": "a", "arguments": "{bad"}]', {}, "found a string that holds no JSON object"),
+        ('[{"name": "a", "arguments": "read a.txt"}]', {}, "found a string that holds no JSON object"),
+        ('[{"name": "a", "arguments": "[\\"a.txt\\"]"}]', {}, "found a string holding list"),
+        ('[{"name": "a", "arguments": "\\"{}\\""}]', {}, "found a string holding str"),
         ('[{"name": "a", "arguments": {"x": NaN}}]', {}, "NaN is not valid JSON"),
         ('[{"a": {}, "b": {}}]', {"name_as_key": True}, "exactly one key"),
         ('[{"name": "a"}]', {"allow_missing_arguments": False}, "found NoneType"),

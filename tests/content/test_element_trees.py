@@ -111,3 +111,90 @@ def test_content_args_are_checked_at_load(args: dict[str, Any]) -> None:
     }
     with pytest.raises(TemplateError):
         chatparse.load_template(template)
+
+
+# --- typed by the schema, and only by the schema --------------------------------------------------------
+
+PROMPT = "]~b]ai\n"
+
+
+def m3_call(arguments: str) -> str:
+    """A MiniMax M3 turn with one call, laid out as its chat template writes it, EOS padding after the turn."""
+    return (f"</mm:think>{NS}<tool_call>\n{NS}<invoke name=\"save\">{arguments}{NS}</invoke>\n{NS}</tool_call>"
+            "[e~[\n[e~[")
+
+
+def save_tool(**properties: Any) -> list[dict[str, Any]]:
+    return [{"type": "function", "function": {"name": "save", "parameters": {
+        "type": "object", "properties": properties}}}]
+
+
+def arguments_of(output: str, tools: list[dict[str, Any]] | None) -> Any:
+    message = chatparse.parse_response(output, "minimax_m3", prefix=PROMPT, tools=tools)
+    arguments = message["tool_calls"][0]["function"]["arguments"]
+    assert type(arguments) is dict  # the reader's WrittenArguments never leave the engine
+    return arguments
+
+
+ITEMS = el("body", el("text", "hi") + el("text", "there"))
+
+
+def test_reader_keeps_the_text_of_every_value_it_structured_or_typed() -> None:
+    value = parse_xml_element_tree(ITEMS + el("o", el("zip", "12345") + el("note", "x")), M3)
+    assert value == {"body": {"text": ["hi", "there"]}, "o": {"zip": 12345, "note": "x"}}
+    assert value.written == {("body",): el("text", "hi") + el("text", "there"),
+                             ("o",): el("zip", "12345") + el("note", "x"), ("o", "zip"): "12345"}
+
+
+@pytest.mark.parametrize(
+    ("schema", "expected"),
+    [
+        # A string parameter is the model's text, nested tags included, exactly as written.
+        ({"type": "string"}, el("text", "hi") + el("text", "there")),
+        ({"type": ["string", "null"]}, el("text", "hi") + el("text", "there")),
+        ({"anyOf": [{"type": "integer"}, {"type": "string"}]}, el("text", "hi") + el("text", "there")),
+        # A schema that admits the structure keeps it.
+        ({"type": "object"}, {"text": ["hi", "there"]}),
+        ({"anyOf": [{"type": "object"}, {"type": "string"}]}, {"text": ["hi", "there"]}),
+        ({}, {"text": ["hi", "there"]}),
+    ],
+)
+def test_a_string_parameter_is_the_text_as_written(schema: dict[str, Any], expected: Any) -> None:
+    assert arguments_of(m3_call(ITEMS), save_tool(body=schema)) == {"body": expected}
+
+
+def test_without_tools_the_structure_is_kept() -> None:
+    assert arguments_of(m3_call(ITEMS + el("n", "3")), None) == {"body": {"text": ["hi", "there"]}, "n": "3"}
+
+
+def test_nested_values_are_typed_by_the_nested_schema() -> None:
+    lines = el("lines", el("item", el("sku", "12345") + el("qty", "2")) + el("item", el("sku", "007") + el("qty", "1")))
+    where = el("where", el("zip", "02139") + el("floor", "3"))
+    tools = save_tool(
+        lines={"type": "array", "items": {"type": "object", "properties": {
+            "sku": {"type": "string"}, "qty": {"type": "integer"}}}},
+        where={"anyOf": [{"type": "null"}, {"type": "object", "properties": {
+            "zip": {"type": "string"}, "floor": {"type": ["integer", "null"]}}}]},
+        tags={"type": "array", "items": {"type": "string"}},
+        count={"type": "integer", "nullable": True},
+        ok={"type": "boolean"},
+    )
+    output = m3_call(lines + where + el("tags", el("item", "1") + el("item", "true")) + el("count", "4")
+                     + el("ok", "false"))
+    assert arguments_of(output, tools) == {
+        "lines": [{"sku": "12345", "qty": 2}, {"sku": "007", "qty": 1}],
+        "where": {"zip": "02139", "floor": 3},
+        "tags": ["1", "true"],
+        "count": 4,
+        "ok": False,
+    }
+
+
+def test_typed_values_are_the_same_however_the_output_is_streamed() -> None:
+    from tests.streamcheck import assert_chunking_equivalent
+
+    tools = save_tool(body={"type": "string"}, ids={"type": "array", "items": {"type": "string"}})
+    output = m3_call(ITEMS + el("ids", el("item", "12345") + el("item", "2")))
+    message = assert_chunking_equivalent("minimax_m3", PROMPT, output, tools=tools)
+    assert message["tool_calls"][0]["function"]["arguments"] == {
+        "body": el("text", "hi") + el("text", "there"), "ids": ["12345", "2"]}

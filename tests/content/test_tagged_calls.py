@@ -102,3 +102,31 @@ def test_runs_inside_a_template_with_its_name_from_the_body() -> None:
     assert message == {"role": "assistant", "content": "Sure.", "tool_calls": [
         {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Seoul", "days": 2}}},
         {"type": "function", "function": {"name": "get_time", "arguments": {}}}]}
+
+
+def test_a_value_read_by_its_declared_type_keeps_its_text() -> None:
+    call = parse_tagged_call("f<k>z</k><t>integer</t><v>12</v><k>c</k><t>string</t><v>Oslo</v>", ARGS)
+    assert call["arguments"] == {"z": 12, "c": "Oslo"}
+    assert call["arguments"].written == {("z",): "12"}
+
+
+@pytest.mark.parametrize(
+    ("schema", "expected"),
+    [
+        ({"type": "string"}, "12"),  # the schema decides, not the type the model declared
+        ({"type": ["string", "null"]}, "12"),
+        ({"type": "integer"}, 12),
+        ({"anyOf": [{"type": "integer"}, {"type": "string"}]}, 12),
+    ],
+)
+def test_the_schema_types_a_value_whatever_type_the_model_declared(schema: dict[str, Any], expected: Any) -> None:
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"zip": schema}}}}]
+    prompt = "<|ifm|im_start|>assistant\n"
+    output = ("<ifm|think>\n</ifm|think>\n<ifm|tool_calls>\n<ifm|tool_call>f\n<ifm|arg_key>zip</ifm|arg_key>\n"
+              "<ifm|arg_type>integer</ifm|arg_type>\n<ifm|arg_value>12</ifm|arg_value>\n</ifm|tool_call>\n"
+              "</ifm|tool_calls><|ifm|im_end|>")
+    from tests.streamcheck import assert_chunking_equivalent
+
+    message = assert_chunking_equivalent("k2_horizon", prompt, output, tools=tools)
+    assert message["tool_calls"][0]["function"]["arguments"] == {"zip": expected}

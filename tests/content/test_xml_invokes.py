@@ -198,3 +198,15 @@ def test_in_a_template_with_item_by_item_recovery() -> None:
                                    template, prefix="")
     assert cut["tool_calls"] == [{"type": "function", "function": {"name": "a", "arguments": {}}}]
     assert cut["malformed"][0]["code"] == "truncated"
+
+
+def test_values_read_as_json_keep_their_text() -> None:
+    """With a JSON default parser (Muse Glimmer) a value that reads as JSON is typed, and keeps its text so
+    that the request's tools can give a string parameter the text the model wrote."""
+    args = {**ATEM, "default_parser": {"name": "json", "args": {"allow_non_json": True, "strip": False}}}
+    body = ('<atem:invoke name="w">\n<atem:parameter name="n">2026</atem:parameter>\n'
+            '<atem:parameter name="s">Oslo</atem:parameter>\n</atem:invoke>')
+    arguments = parse_xml_invokes(body, args)[0]["arguments"]
+    assert arguments == {"n": 2026, "s": "Oslo"}
+    assert arguments.written == {("n",): "2026"}
+    assert parse_xml_invokes(body, ATEM)[0]["arguments"] == {"n": "2026", "s": "Oslo"}

@@ -297,6 +297,14 @@ def test_arguments_given_as_text() -> None:
         coerce_arguments("not json", schema)
 
 
+def test_arguments_text_with_a_raw_newline_in_a_string() -> None:
+    schema = {"type": "object", "properties": {"code": {"type": "string"}, "n": {"type": "integer"}}}
+    coercions: list[Any] = []
+    text = '{"code": "def f():\n\treturn 1", "n": "2"}'
+    assert coerce_arguments(text, schema, coercions=coercions) == {"code": "def f():\n\treturn 1", "n": 2}
+    assert [c.rule for c in coercions] == ["arguments_in_string", "numeric_string"]
+
+
 def test_no_silent_defaults() -> None:
     schema = {"type": "object", "properties": {"n": {"type": "integer", "default": 5}}}
     assert coerce_arguments({}, schema) == {}

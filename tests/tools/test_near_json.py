@@ -24,6 +24,8 @@ from chatparse.tools.near_json import nesting_depth, read_near_json
         ('"\\ud83d\\ude00"', "\U0001f600", "json"),  # a surrogate pair is one character
         ("  [1]\n", [1], "python_literal"),
         ("'caf\\xe9'", "café", "python_literal"),
+        # A raw newline or tab inside a JSON string (strict JSON forbids it) is kept as written.
+        ('{"code": "if x:\n\treturn 1", "ok": true}', {"code": "if x:\n\treturn 1", "ok": True}, "json"),
     ],
 )
 def test_reads_python_literals_then_json(text: str, expected: Any, reader: str) -> None:

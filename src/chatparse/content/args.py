@@ -17,6 +17,20 @@ Args = Mapping[str, Any]
 _PATTERN_CACHE: dict[str, Any] = {}
 
 
+class WrittenArguments(dict[str, Any]):
+    """A call's arguments read from a structured body (``xml-element-tree``), with the text each value the
+    reader structured or typed was read from: ``written[path]`` (a path of keys and list indexes from the
+    arguments, ``("lines", 0, "sku")``) is the element's inner text exactly as written. The request's tools
+    decide what a value is (``engine.tool_typing``): a parameter whose schema is ``string`` gets that text
+    back; the typing step returns a plain ``dict``."""
+
+    __slots__ = ("written",)
+
+    def __init__(self, values: Mapping[str, Any], written: dict[tuple[str | int, ...], str]) -> None:
+        super().__init__(values)
+        self.written = written
+
+
 class regex_deadline:
     """Run a content parser with ``seconds`` for the regexes its template gave it (``timed``): ``with
     regex_deadline(seconds): ...``. A class, not a generator-based context manager: it wraps the parse of

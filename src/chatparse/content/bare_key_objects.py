@@ -74,7 +74,7 @@ class _Reader:
             if m is None:
                 self.fail('the closing \'"\' of the string')
             self.pos = m.end()
-            return str(json.loads(m.group(0)))
+            return str(json.loads(m.group(0), strict=False))  # a raw newline or tab inside is kept
         return None
 
     def bare(self, what: str) -> str:

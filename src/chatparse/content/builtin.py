@@ -94,7 +94,9 @@ def parse_json(text: str, args: Args) -> Any:
     for index, value in enumerate(lifted):
         working = working.replace(f"{_LIFT_OPEN}{index}{_LIFT_CLOSE}", json.dumps(value))
     try:
-        return json.loads(working)
+        # strict=False: a raw control character (a literal newline or tab) inside a string is kept, the
+        # one near-JSON repair of this reader (transformers' json.loads rejects it; see docs/tools.md).
+        return json.loads(working, strict=False)
     except json.JSONDecodeError as exc:
         if args.get("allow_non_json"):
             return _strip(text, args)

@@ -17,7 +17,7 @@ from typing import Any
 
 import regex
 
-from chatparse.content.args import check_allowed, check_choice, excerpt
+from chatparse.content.args import WrittenArguments, check_allowed, check_choice, excerpt
 from chatparse.content.bare_key_objects import _scalar  # a JSON number, true, false or null, else the text
 from chatparse.content.registry import register_extensions
 
@@ -29,14 +29,39 @@ _SCALARS = ("text", "json")
 
 
 class _Node:
-    """An element being read: its name, the text written directly in it and its children in order."""
+    """An element being read: its name, where its inner text starts, the text written directly in it and
+    its children in order."""
 
-    __slots__ = ("children", "name", "text")
+    __slots__ = ("children", "name", "start", "text")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, start: int) -> None:
         self.name = name
+        self.start = start
         self.text: list[str] = []
         self.children: list[tuple[str, Any]] = []
+
+
+class _Read:
+    """A value the reader structured (an object or a list) or typed (a nested JSON scalar), with the inner
+    text it was read from; ``_unwrap`` takes it apart once the whole call is read."""
+
+    __slots__ = ("raw", "value")
+
+    def __init__(self, value: Any, raw: str) -> None:
+        self.value = value
+        self.raw = raw
+
+
+def _unwrap(value: Any, path: tuple[str | int, ...], written: dict[tuple[str | int, ...], str]) -> Any:
+    """``value`` without its ``_Read`` wrappers; each wrapper's text goes to ``written`` at its path."""
+    if isinstance(value, _Read):
+        written[path] = value.raw
+        value = value.value
+    if isinstance(value, dict):
+        return {key: _unwrap(item, (*path, key), written) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_unwrap(item, (*path, index), written) for index, item in enumerate(value)]
+    return value
 
 
 def _free_key(taken: Mapping[str, Any]) -> str:
@@ -52,11 +77,16 @@ class _Tree:
         self.item = args.get("list_item", "item")
         self.json_leaves = args.get("nested_scalars", "text") == "json"
 
-    def value(self, node: _Node, depth: int) -> Any:
-        """The value of a closed element (``depth`` 0: a parameter, read as raw text when it is a leaf)."""
+    def value(self, node: _Node, depth: int, raw: str) -> Any:
+        """The value of a closed element whose inner text is ``raw`` (``depth`` 0: a parameter, read as raw
+        text when it is a leaf); a value read as anything but its text is a ``_Read`` that keeps ``raw``."""
         text = "".join(node.text)
         if not node.children:
-            return _scalar(text) if depth > 0 and self.json_leaves else text
+            scalar = _scalar(text) if depth > 0 and self.json_leaves else text
+            return scalar if isinstance(scalar, str) else _Read(scalar, raw)
+        return _Read(self.structure(node, text), raw)
+
+    def structure(self, node: _Node, text: str) -> Any:
         names = [name for name, _ in node.children]
         if self.item and all(name == self.item for name in names):
             items = [value for _, value in node.children]
@@ -76,7 +106,7 @@ class _Tree:
         return out
 
 
-def parse_xml_element_tree(body: str, args: Args) -> dict[str, Any]:
+def parse_xml_element_tree(body: str, args: Args) -> WrittenArguments:
     """A call's arguments as nested elements named after the parameters (MiniMax M3).
 
     ``content_args``: ``prefix`` (a literal written before every tag, ``]<]minimax[>[``; default none),
@@ -86,7 +116,10 @@ def parse_xml_element_tree(body: str, args: Args) -> dict[str, Any]:
     ``null`` is that value, since a schema types only the top-level parameters), ``trailer`` (a literal that
     may end the body, e.g. the call's close when the region left it in).
 
-    Top-level parameters that are leaves stay raw text (typed later by the request's tools). A name that
+    Top-level parameters that are leaves stay raw text (typed later by the request's tools). Every value read
+    as anything but its text (an object, a list, a nested JSON scalar) keeps the text it was read from in
+    the result's ``written`` (a ``WrittenArguments``), so a parameter whose schema is ``string`` gets its
+    text back, exactly as written (``engine.tool_typing``). A name that
     repeats inside one parent gives a list; non-blank text beside child elements is kept under ``$text``
     (``$$text`` if that name is taken). Text between top-level parameters, an element closed by another
     name, an unclosed element (a cut) and nesting deeper than 128 raise ``ValueError``, so a broken call is
@@ -123,20 +156,21 @@ def parse_xml_element_tree(body: str, args: Args) -> dict[str, Any]:
         if not closing:
             if len(stack) >= MAX_DEPTH:
                 raise ValueError(f"xml-element-tree: elements nested deeper than {MAX_DEPTH} levels")
-            stack.append(_Node(name))
+            stack.append(_Node(name, pos))
             continue
         if not stack or stack[-1].name != name:
             expected = f"</{stack[-1].name}>" if stack else "an element"
             raise ValueError(f"xml-element-tree: </{name}> closes nothing open (expected {expected})")
         node = stack.pop()
-        value = tree.value(node, len(stack))
+        value = tree.value(node, len(stack), text[node.start : at])
         if stack:
             stack[-1].children.append((name, value))
         else:
             out[name] = value  # a repeated top-level parameter keeps its last value
     if stack:
         raise ValueError(f"xml-element-tree: <{stack[-1].name}> is not closed (the text ends inside it)")
-    return out
+    written: dict[tuple[str | int, ...], str] = {}
+    return WrittenArguments(_unwrap(out, (), written), written)
 
 
 def validate_xml_element_tree_args(args: Args) -> None:

@@ -41,7 +41,9 @@ def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"json-calls: {name} is not valid JSON")
 
 
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+# ``strict=False``: a raw control character (a literal newline or tab) inside a string is kept as written, a
+# representation mistake whose meaning is unambiguous (the near-JSON repairs table in docs/tools.md).
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, strict=False)
 
 
 def _read_json(text: str, python_literals: bool = False) -> Any:
@@ -130,20 +132,37 @@ def _normalise_call(item: Any, index: int, args: Mapping[str, Any]) -> Call:
 def _call_arguments(arguments: Any, index: int, args: Mapping[str, Any]) -> dict[str, Any]:
     if arguments is None and args.get("allow_missing_arguments", True):
         return {}
-    if isinstance(arguments, str) and args.get("decode_string_arguments", False):
-        if not arguments.strip() and args.get("allow_missing_arguments", True):
-            return {}
-        try:
-            arguments = _DECODER.decode(arguments.strip())
-        except json.JSONDecodeError as error:
-            raise ValueError(
-                f"json-calls: call {index} arguments string is not JSON ({error.msg}): {excerpt(arguments)}"
-            ) from error
+    if isinstance(arguments, str) and args.get("decode_string_arguments", True):
+        arguments = _string_arguments(arguments, index, args)
     if not isinstance(arguments, dict):
         raise ValueError(
             f"json-calls: call {index} arguments must be a JSON object, found {type(arguments).__name__}"
         )
     return arguments
+
+
+def _string_arguments(text: str, index: int, args: Mapping[str, Any]) -> Any:
+    """Arguments written as a JSON string holding the object (OpenAI's wire form,
+    ``"arguments": "{\\"file\\": \\"a.txt\\"}"``): the object it holds (the ``arguments_in_string`` rule of
+    docs/tools.md). Text that holds no JSON object stays an error."""
+    if not text.strip() and args.get("allow_missing_arguments", True):
+        return {}
+    try:
+        decoded = _DECODER.decode(text.strip())
+    except (json.JSONDecodeError, RecursionError) as error:
+        decoded = _python_literal(text) if args.get("python_literals", False) else None
+        if decoded is None:
+            reason = error.msg if isinstance(error, json.JSONDecodeError) else "nested too deeply"
+            raise ValueError(
+                f"json-calls: call {index} arguments must be a JSON object, found a string that holds no JSON "
+                f"object ({reason}): {excerpt(text)}"
+            ) from error
+    if not isinstance(decoded, dict):
+        raise ValueError(
+            f"json-calls: call {index} arguments must be a JSON object, found a string holding "
+            f"{type(decoded).__name__}: {excerpt(text)}"
+        )
+    return decoded
 
 
 def parse_json_calls(body: str, args: Mapping[str, Any]) -> list[Call]:
@@ -153,12 +172,13 @@ def parse_json_calls(body: str, args: Mapping[str, Any]) -> list[Call]:
     ``sequence`` = call objects back to back, separated by whitespace and at most one ';' or ',' (MiniMax-M1);
     default ``["array"]``); ``name_keys`` /
     ``arguments_keys`` (keys tried in order; default ``["name"]`` / ``["arguments", "parameters"]``); ``name_as_key``
-    (each call is ``{N: {...}}``, Apertus); ``decode_string_arguments`` (arguments written as a
-    JSON-encoded string are decoded, Nemotron); ``allow_missing_arguments`` (a call without
+    (each call is ``{N: {...}}``, Apertus); ``decode_string_arguments`` (default true: arguments written as a
+    string holding the JSON object, OpenAI's wire form, are decoded; a string that holds no object is an
+    error; false keeps every string an error); ``allow_missing_arguments`` (a call without
     arguments gets ``{}``; default true); ``python_literals`` (a call object that is not JSON is read
     as a Python literal, e.g. arguments written as a Python repr ``{'city': 'Oslo', 'all_day': False}``,
     vLLM's InternLM2 template; default false). Other keys of a call object (ids) are ignored.
-    NaN/Infinity are rejected.
+    NaN/Infinity are rejected; a raw control character (a literal newline or tab) inside a string is kept.
     """
     text = body.strip()
     forms = args.get("accept", ["array"])

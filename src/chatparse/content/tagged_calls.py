@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from chatparse.content.args import check_allowed, excerpt
+from chatparse.content.parameters import read_parameters
 from chatparse.content.regex_search import searcher
 from chatparse.content.registry import register_extensions
 from chatparse.content.xml_params import EXTENSIONS as XML_PARAMS
-from chatparse.content.xml_params import parse_xml_params
 
 Args = Mapping[str, Any]
 _ARGS: dict[str, type | tuple[type, ...]] = {"params": Mapping, "json_call": bool}
@@ -52,13 +52,13 @@ def parse_tagged_call(text: str, args: Args) -> dict[str, Any]:
         raise ValueError(f"tagged-call: the call has no name: {excerpt(body)}")
     if any(c.isspace() or c in _NOT_IN_NAMES for c in name):
         raise ValueError(f"tagged-call: a call name holds no whitespace, quotes or brackets: {excerpt(name)}")
-    arguments = {} if opener is None else parse_xml_params(text[opener.start() :], params)
+    arguments = {} if opener is None else read_parameters(text[opener.start() :], params)
     return {"name": name, "arguments": arguments}
 
 
 def _json_call(body: str) -> dict[str, Any]:
     try:
-        call = json.loads(body)
+        call = json.loads(body, strict=False)  # a raw newline or tab inside a string is kept
     except json.JSONDecodeError as exc:
         raise ValueError(f"tagged-call: the call object is not JSON ({exc.msg}): {excerpt(body)}") from exc
     if not isinstance(call, dict):
@@ -69,7 +69,7 @@ def _json_call(body: str) -> dict[str, Any]:
     arguments = next((call[k] for k in _ARGUMENT_KEYS if k in call), None)
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments)
+            arguments = json.loads(arguments, strict=False)
         except json.JSONDecodeError as exc:
             raise ValueError(f"tagged-call: the arguments string is not JSON ({exc.msg})") from exc
     if arguments is None:

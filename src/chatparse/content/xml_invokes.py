@@ -25,10 +25,11 @@ from typing import Any
 
 from chatparse.content.args import check_allowed, check_regex, excerpt, timed
 from chatparse.content.json_calls import parse_json_calls
+from chatparse.content.parameters import read_parameters
 from chatparse.content.recovery import JSON, Good, bracketed_end, skip_space
 from chatparse.content.regex_search import Searcher, searcher
 from chatparse.content.registry import BadItem, register_extensions
-from chatparse.content.xml_params import _XML_PARAMS_ARGS, _check_xml_params, parse_xml_params
+from chatparse.content.xml_params import _XML_PARAMS_ARGS, _check_xml_params
 
 Call = dict[str, Any]
 Args = Mapping[str, Any]
@@ -121,7 +122,7 @@ def _read(text: str, args: Args) -> tuple[Good, list[BadItem]]:
             name = (m.group("name") or "").strip()
             if not name:
                 raise ValueError("xml-invokes: the call has an empty name")
-            good.append(({"name": name, "arguments": parse_xml_params(text[m.end() : end], params)}, raw))
+            good.append(({"name": name, "arguments": read_parameters(text[m.end() : end], params)}, raw))
         except ValueError as exc:
             bad.append(BadItem(raw, str(exc)[:300], at_end=after >= len(text)))
         pos = after

@@ -1163,8 +1163,8 @@ class ResponseParser:
                 value, problems = self._recovered_value(field, body, cut=checked, close_text=close_text)
             else:
                 value, problems = process_region(field, body, self._captures), []
-            if self._tool_params:
-                value = coerce_tool_calls(value, self._tool_params, field.ext.python_literals)
+            # With or without tools: arguments a reader structured become plain dicts (tool_typing).
+            value = coerce_tool_calls(value, self._tool_params, field.ext.python_literals)
             if recover and not value and len(problems) == 1 and problems[0]["whole"]:
                 # The region's one item failed: the region failed (one event, as without recovery).
                 problem = problems[0]

@@ -1,12 +1,17 @@
 """Type parsed tool-call arguments from the request's tools, with transformers' rules: a string argument
 is cast to the first schema type it reads as (integer, number, boolean, null, object, array); strings
-stay strings; duplicate keys merged into lists are cast item by item."""
+stay strings; duplicate keys merged into lists are cast item by item. Arguments a reader structured
+(``WrittenArguments``) are typed by the schema at every level, and a value whose schema wants a string
+gets back the text it was read from."""
 
 from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Mapping
 from typing import Any
+
+from chatparse.content.args import WrittenArguments
 
 # Python literals longer than this are read as JSON only (``ast.literal_eval`` parses into a tree first).
 MAX_LITERAL = 1 << 20
@@ -77,7 +82,7 @@ def _cast(raw: str, type_name: str, python_literals: bool = False) -> Any:
             literal = _python_literal(raw)
             if isinstance(literal, kind):
                 return literal
-        decoded = json.loads(raw)
+        decoded = json.loads(raw, strict=False)  # a raw newline or tab inside a string is kept
         return decoded if isinstance(decoded, kind) else _MISS
     return _MISS
 
@@ -105,16 +110,21 @@ def coerce_string(raw: str, types: tuple[str, ...], python_literals: bool = Fals
 
 
 def coerce_tool_calls(value: Any, params: dict[str, dict[str, Any]], python_literals: bool = False) -> Any:
-    """Cast the arguments of every ``{"function": {"name", "arguments"}}`` in ``value``, in place."""
+    """Type the arguments of every ``{"function": {"name", "arguments"}}`` in ``value`` by ``params`` (tool
+    name to its parameters' ``properties``; may be empty), in place. Runs on every region's value, with or
+    without tools: ``WrittenArguments`` become a plain ``dict``."""
     if isinstance(value, list):
         return [coerce_tool_calls(item, params, python_literals) for item in value]
     fn = value.get("function") if isinstance(value, dict) else None
     if not isinstance(fn, dict):
         return value
     name, arguments = fn.get("name"), fn.get("arguments")
-    if not isinstance(name, str) or not isinstance(arguments, dict):
+    if not isinstance(arguments, dict):
         return value
-    properties = params.get(name)
+    properties = params.get(name) if isinstance(name, str) else None
+    if isinstance(arguments, WrittenArguments):
+        fn["arguments"] = _typed_tree(arguments, properties or {}, arguments.written)
+        return value
     if not properties:
         return value
     for key, argument in arguments.items():
@@ -126,3 +136,63 @@ def coerce_tool_calls(value: Any, params: dict[str, dict[str, Any]], python_lite
         elif isinstance(argument, list) and "array" not in types:
             arguments[key] = [coerce_string(v, types, python_literals) if isinstance(v, str) else v for v in argument]
     return value
+
+
+Path = tuple[str | int, ...]
+_KINDS: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (dict, "object"), (list, "array"),
+    (type(None), "null"),
+)
+
+
+def _kind(value: Any) -> str:
+    return next((kind for cls, kind in _KINDS if isinstance(value, cls)), "")
+
+
+def _admits(types: tuple[str, ...], value: Any) -> bool:
+    kind = _kind(value)
+    return kind in types or (kind == "integer" and "number" in types)
+
+
+def _typed_tree(arguments: dict[str, Any], properties: Mapping[str, Any], written: dict[Path, str]) -> dict[str, Any]:
+    """A structured call's arguments typed by their schemas (a plain dict)."""
+    return {key: _typed_value(item, properties.get(key), (key,), written) for key, item in arguments.items()}
+
+
+def _typed_value(value: Any, schema: Any, path: Path, written: dict[Path, str]) -> Any:
+    """``value`` (read at ``path``) typed by ``schema``: a string is cast to the first type it reads as; a
+    structured or typed value the schema does not admit, where the schema admits a string, is the text it
+    was read from; objects and lists are typed member by member (their schema found through unions)."""
+    types = schema_types(schema)
+    if not types:
+        return value
+    if isinstance(value, str):
+        return coerce_string(value, types)
+    if path in written and not _admits(types, value) and "string" in types:
+        return written[path]
+    if isinstance(value, dict):
+        shape = _branch(schema, "object")
+        members = shape.get("properties")
+        members = members if isinstance(members, Mapping) else {}
+        extra = shape.get("additionalProperties")
+        return {key: _typed_value(item, members.get(key, extra), (*path, key), written)
+                for key, item in value.items()}
+    if isinstance(value, list):
+        items = _branch(schema, "array").get("items") if "array" in types else schema  # merged repeats
+        return [_typed_value(item, items, (*path, index), written) for index, item in enumerate(value)]
+    return value
+
+
+def _branch(schema: Any, kind: str) -> Mapping[str, Any]:
+    """The part of ``schema`` that describes values of ``kind``: itself, or its first union branch that
+    admits ``kind`` (``{}`` when none does)."""
+    if not isinstance(schema, Mapping):
+        return {}
+    if kind in _types(schema, 0, [MAX_SCHEMAS]) and not any(isinstance(schema.get(u), list) for u in ("anyOf", "oneOf")):
+        return schema
+    for union in ("anyOf", "oneOf"):
+        choices = schema.get(union)
+        for choice in choices if isinstance(choices, list) else []:
+            if kind in schema_types(choice):
+                return _branch(choice, kind)
+    return schema if kind in schema_types(schema) else {}

@@ -122,7 +122,8 @@ def _reject_duplicate_keys(tree: ast.AST) -> None:
 
 def _read_json(text: str) -> JSONValue:
     try:
-        value = json.loads(text, object_pairs_hook=_unique_object, parse_constant=_reject_constant)
+        # strict=False: a raw control character (a literal newline or tab) inside a string is kept.
+        value = json.loads(text, object_pairs_hook=_unique_object, parse_constant=_reject_constant, strict=False)
     except NearJSONError:
         raise
     except (ValueError, RecursionError) as problem:

@@ -1111,8 +1111,12 @@ class ResponseParser:
         """A list region parsed item by item: the items that parse (and transform) are kept; each other
         item is reported with its raw text (``truncated`` for one the end of the text cut off) and the
         error (the region's whole text when the item is all the region holds). ``limit``: the token limit
-        cut the region, so its last item, whose close never came, is cut too."""
-        items, bad = recover_region(field, body, self._captures, cut_last=limit)
+        cut the region, so when its items are JSON or Python values (a value's closing bracket is not a
+        call's close) the last one, which ends the body, is cut too; an item with a close marker of its own
+        (an XML ``<invoke>…</invoke>``) is whole once that marker came."""
+        structure = field.ext.structure
+        syntax = structure.syntax if structure is not None else None
+        items, bad = recover_region(field, body, self._captures, cut_last=limit and syntax is not None)
         problems = []
         for item in bad:
             whole = item.raw.strip() == body.strip()

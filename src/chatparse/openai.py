@@ -382,6 +382,7 @@ class ChatCompletionStream:
         names its index in ``chatparse_truncated_calls`` (and a call dropped as malformed for another reason
         in ``chatparse_malformed_calls``); with ``buffer_calls`` nothing goes out before a call is whole, so
         neither ever appears."""
+        finish_kind(finish_reason)  # an unknown reason raises before anything is flushed
         out = self._initial
         self._initial = []
         message, events = self.parser.finalize(finish_reason=finish_reason)
@@ -565,6 +566,9 @@ class ChatCompletionStream:
             self._call = None
             for position, value in enumerate(values):
                 self._close_call(first if position == 0 else _CallState(), value)
+            if not values and first.index is not None:  # read item by item, the streamed call failed
+                codes = [problem["code"] for problem in event.get("malformed") or ()]
+                self._dropped[first.index] = "truncated" if "truncated" in codes else codes[0] if codes else "empty"
         elif kind == "region_malformed":
             if self._call is not None and self._call.index is not None:
                 self._dropped[self._call.index] = event["code"]  # its header stays: the final chunk names it

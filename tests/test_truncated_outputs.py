@@ -76,9 +76,10 @@ def _call_regions(template: Any, case: dict[str, Any]) -> tuple[list[tuple[str, 
     return regions, message["tool_calls"]
 
 
-def _cuts(family: str, case: dict[str, Any]) -> list[tuple[str, int, int]]:
-    """(where, cut offset, how many of the turn's calls survive) for the turn's last call region with a body:
-    cut right after the body (before the region's close) and inside the last call's own close."""
+def _cuts(family: str, case: dict[str, Any]) -> list[tuple[str, int, int, bool]]:
+    """(where, cut offset, how many of the turn's calls survive, whether the finish reason does not matter)
+    for the turn's last call region with a body: cut right after the body (before the region's close) and
+    inside the last call's own close (for a list, inside its ``]``: cut whatever the finish reason)."""
     template = get_template(family)
     regions, _ = _call_regions(template, case)
     last = max((i for i, (body, _) in enumerate(regions) if body.strip()), default=None)
@@ -93,8 +94,8 @@ def _cuts(family: str, case: dict[str, Any]) -> list[tuple[str, int, int]]:
     one_list = body.lstrip().startswith("[")
     cut_one = before if one_list else before + len(values) - 1  # the region's calls the cut takes
     inside = start + (body.rfind("invoke>") + 6 if field.get("content") == "xml-invokes" else len(body.rstrip()) - 1)
-    return [("after the body", start + len(body), before + len(values) if own_close else cut_one),
-            ("inside the last call's close", inside, cut_one)]
+    return [("after the body", start + len(body), before + len(values) if own_close else cut_one, False),
+            ("inside the last call's close", inside, cut_one, one_list)]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -107,10 +108,18 @@ def test_a_call_whose_close_the_token_limit_cut_is_truncated_in_every_family(fam
         case = load_case(path)
         options = {"tools": case.get("tools"), **case.get("options", {})}
         _, calls = _call_regions(template, case)
-        for where, k, kept in _cuts(family, case):
+        for where, k, kept, any_reason in _cuts(family, case):
             text = case["output"][:k]
             message = parse_response(text, template, prefix=case["prefix"], finish_reason="length", **options)
             assert message.get("tool_calls", []) == calls[:kept], f"{path.stem}, cut {where}: {text[-40:]!r}"
+            if any_reason:  # a list whose ']' never came: cut either way, an end token and padding after it too
+                policies = template.get("chatparse", {})
+                end = policies["end"][0] + "".join(policies.get("discard_after_end", [])[-1:]) * 2
+                for reason, tail in ((None, ""), ("stop", ""), ("stop", end)):
+                    other = parse_response(text + tail, template, prefix=case["prefix"], finish_reason=reason,
+                                           **options)
+                    assert other.get("tool_calls", []) == calls[:kept], f"{path.stem}, cut {where}, {reason}"
+                    assert "trailing" not in other
             if kept < len(calls):
                 cut = [m for m in message.get("malformed", []) if m["code"] == "truncated"]
                 assert cut and text.rstrip().endswith(cut[-1]["raw"].rstrip()), f"{path.stem}: the raw text is kept"

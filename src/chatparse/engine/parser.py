@@ -1252,7 +1252,7 @@ def recover_region(field: CompiledField, body: str, captures: dict[str, Any], *,
     except RecursionError:
         raise ContentNestingError(f"Field '{field.name}': the region nests too deeply to parse (region "
                                   f"{excerpt(body)})", field=field.name) from None
-    bad = list(bad)
+    good, bad = list(good), list(bad)
     if cut_last and good and not any(item.at_end for item in bad) \
             and body.rstrip().endswith(good[-1][1].rstrip()):
         bad.append(BadItem(good.pop()[1], "the token limit cut the text before this call's close came",

@@ -64,10 +64,10 @@ def finish_kind(finish_reason: object, *, where: str = "finish_reason") -> Finis
     if key in INTERRUPTED_REASONS:
         return "interrupted"
     raise UnknownFinishReasonError(
-        f"Expected {where} to be a finish reason an engine reports (any letter case): cut by the token "
-        f"limit {sorted(LIMIT_REASONS)}, ended {sorted(STOP_REASONS)}, or stopped otherwise "
-        f"{sorted(INTERRUPTED_REASONS)}; found {finish_reason!r}. Pass the engine's value as it is, or None "
-        "when it gave none.", value=finish_reason,
+        f"Unknown {where} {finish_reason!r}: expected a finish reason an engine reports (any letter case), "
+        f"cut by the token limit {sorted(LIMIT_REASONS)}, ended {sorted(STOP_REASONS)}, or stopped otherwise "
+        f"{sorted(INTERRUPTED_REASONS)}. Pass the engine's value as it is, or None when it gave none.",
+        value=finish_reason,
     )
 
 

@@ -880,3 +880,38 @@ def test_a_streamed_call_dropped_as_malformed_is_named_in_the_final_chunk() -> N
     assert last["finish_reason"] == "stop"
     assert stream.message is not None and "tool_calls" not in stream.message
     assert {m["code"] for m in stream.message["malformed"]} == {"content_parse_failed"}
+
+
+def _whole_call_turns() -> list[tuple[str, Path]]:
+    from tests.templates.corpus_loader import corpus_cases
+
+    return [(family, path) for family, path in corpus_cases()
+            if (expected := load(path)["expected"]).get("tool_calls")
+            and "malformed" not in expected and "trailing" not in expected]
+
+
+WHOLE_CALL_TURNS = _whole_call_turns()
+
+
+@pytest.mark.parametrize("family", sorted({family for family, _ in WHOLE_CALL_TURNS}))
+def test_the_wire_minus_the_named_calls_is_the_message_in_every_family(family: str) -> None:
+    """Every whole turn with calls (full rendered prompt as prefix), cut by the token limit at seeded points
+    and streamed early in 4-character deltas: the calls an OpenAI client accumulated, without those the final
+    chunk names, are exactly the message's calls, with valid JSON arguments."""
+    from chatparse.templates import get_template
+
+    template = get_template(family)
+    for _, path in [(f, p) for f, p in WHOLE_CALL_TURNS if f == family]:
+        case = load(path)
+        output = case["output"]
+        rng = random.Random(f"{family}/{path.stem}")
+        for k in sorted(rng.sample(range(len(output) + 1), min(4, len(output) + 1))):
+            stream = ChatCompletionStream(template, case["prefix"], tools=case.get("tools"), id_factory=ids)
+            chunks = [c for piece in split(output[:k], "4") for c in stream.feed(piece)] + stream.finish("length")
+            last = chunks[-1]["choices"][0]
+            named = set(last.get("chatparse_truncated_calls", [])) | set(last.get("chatparse_malformed_calls", []))
+            kept = [c for i, c in enumerate(accumulate(chunks)["calls"]) if i not in named]
+            assert stream.message is not None and stream.mismatches == []
+            assert [(c["name"], json.loads(c["arguments"])) for c in kept] == [
+                (c["function"]["name"], c["function"]["arguments"]) for c in stream.message.get("tool_calls", [])
+            ], f"{path.stem}, cut at {k}: {output[:k][-40:]!r}"

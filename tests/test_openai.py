@@ -794,3 +794,128 @@ def test_a_call_whose_keys_all_went_out_is_not_serialized_again_unless_it_differ
     assert (result == json.dumps(final, ensure_ascii=False)) if same else result is None
     call.early = False  # a key was repeated: nothing is assumed
     assert _streamed_json(call, final) is None
+
+
+# --- the cut turn on the wire ------------------------------------------------------------------------------
+QWEN3_RENDERED = load(CORPUS / "qwen3" / "rendered_multiturn_after_tool_result.json")
+# Reasoning, one whole call, then a second call the token limit cut after its JSON closed and before
+# '</tool_call>': the call cannot be returned, but early streaming already sent its header and arguments.
+CUT_TURN = ('<think>\nWrite the report, then check the time.\n</think>\n\n'
+            '<tool_call>\n{"name": "write_file", "arguments": {"path": "report.md", "content": "# Seoul\\n21 °C"}}\n'
+            '</tool_call>\n<tool_call>\n{"name": "get_time", "arguments": {"zone": "Asia/Seoul"}}\n')
+
+
+def _cut_turn_stream(reason: str, buffer_calls: bool) -> tuple[ChatCompletionStream, list[dict[str, Any]]]:
+    from tests.tokens import pseudo_tokens, template_markers
+
+    special, tags = template_markers("qwen3")
+    stream = ChatCompletionStream("qwen3", QWEN3_RENDERED["prefix"], tools=QWEN3_RENDERED["tools"], id_factory=ids,
+                                  created=1, buffer_calls=buffer_calls)
+    chunks = [c for token in pseudo_tokens(CUT_TURN, special + tags, random.Random(5)) for c in stream.feed(token)]
+    return stream, chunks + stream.finish(reason)
+
+
+@pytest.mark.parametrize("reason", ["length", "max_tokens", "MAX_TOKENS", "max_output_tokens"])
+def test_a_streamed_call_the_limit_cut_is_named_in_the_final_chunk(reason: str) -> None:
+    stream, chunks = _cut_turn_stream(reason, buffer_calls=False)
+    wire = accumulate(chunks)
+    assert [c["name"] for c in wire["calls"]] == ["write_file", "get_time"]  # the cut call's header went out
+    assert json.loads(wire["calls"][0]["arguments"]) == {"path": "report.md", "content": "# Seoul\n21 °C"}
+    with pytest.raises(ValueError):
+        json.loads(wire["calls"][1]["arguments"])  # its arguments never closed on the wire
+    last = chunks[-1]["choices"][0]
+    assert last["finish_reason"] == "length" and last["chatparse_truncated_calls"] == [1]
+    assert "chatparse_malformed_calls" not in last
+    assert stream.message is not None and [c["function"]["name"] for c in stream.message["tool_calls"]] == ["write_file"]
+    assert [m["code"] for m in stream.message["malformed"]] == ["truncated"]
+    assert stream.message == parse_response(CUT_TURN, "qwen3", prefix=QWEN3_RENDERED["prefix"],
+                                            tools=QWEN3_RENDERED["tools"], on_malformed="recover", finish_reason=reason)
+    assert ChatCompletionChunk.model_validate(chunks[-1]).choices[0].model_extra == {"chatparse_truncated_calls": [1]}
+
+
+def test_buffered_calls_stay_exact_under_the_limit() -> None:
+    stream, chunks = _cut_turn_stream("length", buffer_calls=True)
+    wire = accumulate(chunks)
+    assert stream.message is not None
+    assert [(c["name"], json.loads(c["arguments"])) for c in wire["calls"]] == [
+        (c["function"]["name"], c["function"]["arguments"]) for c in stream.message["tool_calls"]]
+    assert chunks[-1]["choices"][0] == {"index": 0, "delta": {}, "finish_reason": "length", "logprobs": None}
+
+
+def test_an_ended_turn_names_no_cut_call() -> None:
+    """The same turn closed and ended (EOS and padding after it): every streamed call is whole."""
+    stream = ChatCompletionStream("qwen3", QWEN3_RENDERED["prefix"], tools=QWEN3_RENDERED["tools"], id_factory=ids)
+    text = CUT_TURN + "</tool_call><|im_end|><|endoftext|><|endoftext|>"
+    chunks = [c for piece in split(text, "3") for c in stream.feed(piece)] + stream.finish("stop")
+    assert chunks[-1]["choices"][0] == {"index": 0, "delta": {}, "finish_reason": "tool_calls", "logprobs": None}
+    assert [c["name"] for c in accumulate(chunks)["calls"]] == ["write_file", "get_time"]
+
+
+def test_the_wire_speaks_one_finish_reason_vocabulary() -> None:
+    call = {"tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {}}}]}
+    for reason in ("length", "max_tokens", "MAX_TOKENS", "max_output_tokens", "model_length"):
+        assert finish_reason(call, reason) == finish_reason({"content": "x"}, reason) == "length"
+    for reason in ("stop", "end_turn", "eos", "STOP", "stop_sequence", None):
+        assert finish_reason({"content": "x"}, reason) == "stop"
+        assert finish_reason(call, reason) == "tool_calls"
+    assert finish_reason({"content": "x"}, "content_filter") == "content_filter"
+    assert finish_reason({"content": "x"}, "ABORT") == "abort"
+    from chatparse.finish import UnknownFinishReasonError
+
+    with pytest.raises(UnknownFinishReasonError, match="'lenght'") as caught:
+        finish_reason(call, "lenght")
+    assert caught.value.code == "unknown_finish_reason" and "'max_tokens'" in str(caught.value)
+    stream = ChatCompletionStream("qwen3", "", id_factory=ids, created=1)
+    head = stream.feed("Hi")
+    with pytest.raises(UnknownFinishReasonError):
+        stream.finish("lenght")
+    rest = stream.finish("end_turn")  # nothing was lost to the bad call
+    assert accumulate(head + rest)["content"] == "Hi" and rest[-1]["choices"][0]["finish_reason"] == "stop"
+
+
+def test_a_streamed_call_dropped_as_malformed_is_named_in_the_final_chunk() -> None:
+    stream = ChatCompletionStream("qwen3", QWEN3_RENDERED["prefix"], tools=QWEN3_RENDERED["tools"], id_factory=ids)
+    text = ('<tool_call>\n{"name": "get_time", "arguments": {"zone": "Asia/Seoul"}, "zone": ]}\n</tool_call>'
+            '<|im_end|><|endoftext|>')
+    chunks = [c for piece in split(text, "7") for c in stream.feed(piece)] + stream.finish("stop")
+    assert [c["name"] for c in accumulate(chunks)["calls"]] == ["get_time"]
+    last = chunks[-1]["choices"][0]
+    assert last["chatparse_malformed_calls"] == [0] and "chatparse_truncated_calls" not in last
+    assert last["finish_reason"] == "stop"
+    assert stream.message is not None and "tool_calls" not in stream.message
+    assert {m["code"] for m in stream.message["malformed"]} == {"content_parse_failed"}
+
+
+def _whole_call_turns() -> list[tuple[str, Path]]:
+    from tests.templates.corpus_loader import corpus_cases
+
+    return [(family, path) for family, path in corpus_cases()
+            if (expected := load(path)["expected"]).get("tool_calls")
+            and "malformed" not in expected and "trailing" not in expected]
+
+
+WHOLE_CALL_TURNS = _whole_call_turns()
+
+
+@pytest.mark.parametrize("family", sorted({family for family, _ in WHOLE_CALL_TURNS}))
+def test_the_wire_minus_the_named_calls_is_the_message_in_every_family(family: str) -> None:
+    """Every whole turn with calls (full rendered prompt as prefix), cut by the token limit at seeded points
+    and streamed early in 4-character deltas: the calls an OpenAI client accumulated, without those the final
+    chunk names, are exactly the message's calls, with valid JSON arguments."""
+    from chatparse.templates import get_template
+
+    template = get_template(family)
+    for _, path in [(f, p) for f, p in WHOLE_CALL_TURNS if f == family]:
+        case = load(path)
+        output = case["output"]
+        rng = random.Random(f"{family}/{path.stem}")
+        for k in sorted(rng.sample(range(len(output) + 1), min(4, len(output) + 1))):
+            stream = ChatCompletionStream(template, case["prefix"], tools=case.get("tools"), id_factory=ids)
+            chunks = [c for piece in split(output[:k], "4") for c in stream.feed(piece)] + stream.finish("length")
+            last = chunks[-1]["choices"][0]
+            named = set(last.get("chatparse_truncated_calls", [])) | set(last.get("chatparse_malformed_calls", []))
+            kept = [c for i, c in enumerate(accumulate(chunks)["calls"]) if i not in named]
+            assert stream.message is not None and stream.mismatches == []
+            assert [(c["name"], json.loads(c["arguments"])) for c in kept] == [
+                (c["function"]["name"], c["function"]["arguments"]) for c in stream.message.get("tool_calls", [])
+            ], f"{path.stem}, cut at {k}: {output[:k][-40:]!r}"

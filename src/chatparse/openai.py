@@ -16,6 +16,7 @@ from chatparse.engine import ResponseParser
 from chatparse.engine.parser import Event, OnMalformed
 from chatparse.engine.tool_typing import coerce_string, schema_types
 from chatparse.errors import ChatparseError, InputTypeError, UsageError
+from chatparse.finish import finish_kind
 from chatparse.lazy import load
 from chatparse.template.compile import CompiledField
 
@@ -81,11 +82,13 @@ def _json_text(value: Any, where: str) -> str:
         ) from None
 
 
-def finish_reason(message: Mapping[str, Any], reason: str = "stop") -> str:
-    """``tool_calls`` when the message made calls (unless ``reason`` is ``length``), else ``reason``."""
-    if reason == "length":
-        return "length"
-    return "tool_calls" if message.get("tool_calls") else reason
+def finish_reason(message: Mapping[str, Any], reason: str | None = "stop") -> str:
+    """The wire's finish reason for a message that ended for ``reason`` (the engine's, in the vocabulary of
+    ``chatparse.finish``, any case): ``length`` for a token-limit reason (``max_tokens``, ...); else
+    ``tool_calls`` when the message made calls; else ``stop`` for an ended turn (``end_turn``, ``eos``, ...)
+    or the reason itself for another stop (``content_filter``, ``abort``). An unknown reason raises
+    ``UnknownFinishReasonError``."""
+    return _finish(bool(message.get("tool_calls")), reason)
 
 
 def to_chat_message(
@@ -117,7 +120,7 @@ def to_chat_completion(
     message: Mapping[str, Any],
     *,
     model: str,
-    finish_reason: str = "stop",
+    finish_reason: str | None = "stop",
     created: int | None = None,
     id: str | None = None,
     reasoning_key: str = "reasoning_content",
@@ -146,10 +149,13 @@ def _call_list(value: Any) -> list[Any]:
     return [call for call in value if isinstance(call, Mapping)] if isinstance(value, list) else []
 
 
-def _finish(made_calls: bool, reason: str) -> str:
-    if reason == "length":
+def _finish(made_calls: bool, reason: str | None) -> str:
+    kind = finish_kind(reason)
+    if kind == "limit":
         return "length"
-    return "tool_calls" if made_calls else reason
+    if made_calls:
+        return "tool_calls"
+    return str(reason).strip().lower() if kind == "interrupted" else "stop"
 
 
 def _text_or_none(value: Any, where: str) -> str | None:
@@ -283,6 +289,9 @@ class ChatCompletionStream:
         self._calls_made = 0  # calls that closed with a value
         # (name, final arguments' JSON, arguments object) of every call completed on the wire
         self._sent_calls: list[tuple[str, str, Any]] = []
+        # The calls whose header went out but which the message does not hold (the code of the event that
+        # dropped them): the final chunk names them, since what was sent cannot be taken back.
+        self._dropped: dict[int, str] = {}
         self._role_sent = False
         self._done = False
         self._failed: Exception | None = None  # the first error a feed or finish raised (``_mark_failed``)
@@ -378,10 +387,15 @@ class ChatCompletionStream:
         self._run(events, last_feed=True)
         return out + self._take()
 
-    def finish(self, finish_reason: str = "stop") -> list[Chunk]:
-        """End the stream: the remaining deltas, then a chunk with the final ``finish_reason``."""
+    def finish(self, finish_reason: str | None = "stop") -> list[Chunk]:
+        """End the stream: the remaining deltas, then a chunk with the final ``finish_reason`` (``length`` for
+        any token-limit reason). When a call already streamed (header sent early) turned out cut, that chunk
+        names its index in ``chatparse_truncated_calls`` (and a call dropped as malformed for another reason
+        in ``chatparse_malformed_calls``); with ``buffer_calls`` nothing goes out before a call is whole, so
+        neither ever appears."""
         if self._failed is not None:
             self._check_failed()
+        finish_kind(finish_reason)  # an unknown reason raises before anything is flushed (not a failure)
         try:
             return self._finish(finish_reason)
         except Exception as exc:
@@ -407,7 +421,7 @@ class ChatCompletionStream:
             code="parser_failed", first_code=code, first_error=type(failed).__name__,
         ) from failed
 
-    def _finish(self, finish_reason: str) -> list[Chunk]:
+    def _finish(self, finish_reason: str | None) -> list[Chunk]:
         out = self._initial
         self._initial = []
         message, events = self.parser.finalize(finish_reason=finish_reason)
@@ -427,7 +441,14 @@ class ChatCompletionStream:
             self.mismatches.append(TOOLS_FIELD)
         self._done = True
         self._ensure_role()
-        self._pending_chunks.append(self._chunk({}, _finish(self._calls_made > 0, finish_reason)))
+        final = self._chunk({}, _finish(self._calls_made > 0, finish_reason))
+        cut = [index for index, code in self._dropped.items() if code == "truncated"]
+        if cut:
+            final["choices"][0]["chatparse_truncated_calls"] = cut
+        bad = [index for index, code in self._dropped.items() if code != "truncated"]
+        if bad:
+            final["choices"][0]["chatparse_malformed_calls"] = bad
+        self._pending_chunks.append(final)
         return out + self._take()
 
     # --- event routing ----------------------------------------------------------------------------
@@ -585,8 +606,13 @@ class ChatCompletionStream:
             self._call = None
             for position, value in enumerate(values):
                 self._close_call(first if position == 0 else _CallState(), value)
+            if not values and first.index is not None:  # read item by item, the streamed call failed
+                codes = [problem["code"] for problem in event.get("malformed") or ()]
+                self._dropped[first.index] = "truncated" if "truncated" in codes else codes[0] if codes else "empty"
         elif kind == "region_malformed":
-            self._call = None  # a header already sent stays, with the fragments sent so far
+            if self._call is not None and self._call.index is not None:
+                self._dropped[self._call.index] = event["code"]  # its header stays: the final chunk names it
+            self._call = None
 
     def _scan(self, call: _CallState, text: str) -> None:
         """Feed the call's scanner. Its callbacks fire only at a character that ends a key: the ``,`` or

@@ -72,10 +72,13 @@ def test_dict_of_columns() -> None:
 
 def test_a_finish_reason_column_reaches_the_parser() -> None:
     cut = "<tool_call>\n<function=run>\n<parameter=command>\nls\n</parameter>\n"
-    table = pa.table({"output": [cut, cut], "finish_reason": ["stop", "length"]})
+    table = pa.table({"output": [cut, cut, cut, cut, cut], "finish_reason": ["stop", "length", "MAX_TOKENS", None,
+                                                                             "banana"]})
     out = BatchParser("qwen3.5", prefix="")(table).to_pydict()
-    assert [[c["name"] for c in calls] for calls in out["tool_calls"]] == [["run"], []]
-    assert [[m["code"] for m in found] for found in out["malformed"]] == [[], ["truncated"]]
+    assert [[c["name"] for c in calls or []] for calls in out["tool_calls"]] == [["run"], [], [], ["run"], []]
+    assert [[m["code"] for m in found or []] for found in out["malformed"]] == [[], ["truncated"], ["truncated"],
+                                                                                 [], []]
+    assert out["error_code"] == [None, None, None, None, "unknown_finish_reason"]
 
 
 def test_column_names_prefix_and_default_prompt() -> None:

@@ -56,6 +56,12 @@ def test_a_rows_finish_reason_reaches_the_parser() -> None:
     assert [m["code"] for m in cut.message["malformed"]] == ["truncated"]
     named = RowParser("qwen3.5", RowOptions(prefix="", finish_reason_field="stop_reason"))
     assert named.parse_row({"output": CUT_CALL, "stop_reason": "length"}).message == cut.message
+    # One vocabulary, any case: Anthropic's and Gemini's spellings of the token limit are the same cut.
+    for reason in ("max_tokens", "MAX_TOKENS", "max_output_tokens"):
+        assert rows.parse_row({"output": CUT_CALL, "finish_reason": reason}).message == cut.message
+    unknown = rows.parse_row({"output": CUT_CALL, "finish_reason": "banana"})
+    assert unknown.message is None and unknown.error is not None
+    assert unknown.error["code"] == "unknown_finish_reason" and "'banana'" in unknown.error["message"]
 
 
 def test_the_prefix_option_stands_in_only_for_a_missing_prefix() -> None:

@@ -90,10 +90,59 @@ def test_a_whole_call_without_its_close_is_a_call() -> None:
     assert parse('<call>{"name": "f"}</ca') == {"role": "assistant", "tool_calls": [call("f")]}
 
 
-def test_a_list_region_keeps_the_whole_items_before_the_cut() -> None:
-    message = parse('<calls>[{"name": "a"}, {"name": "b", "arguments": {"x": 1}}, {"name": "c", "argu', LIST)
-    assert message["tool_calls"] == [call("a"), call("b", x=1)]
-    assert message["malformed"] == [{"field": "tool_calls", "code": "truncated", "raw": '{"name": "c", "argu'}]
+@pytest.mark.parametrize("reason", [None, "stop", "length", "MAX_TOKENS"])
+def test_a_cut_call_list_is_one_unit(reason: str | None) -> None:
+    """A list whose close bracket never came presents none of its calls as complete, whatever the finish
+    reason (only the end of the text can stop a list half-way): the whole list is reported with its raw
+    text, and a call block before it is kept."""
+    text = '<calls>[{"name": "a"}, {"name": "b", "arguments": {"x": 1}}, {"name": "c", "argu'
+    message = parse('<call>{"name": "g"}</call>' + text, LIST | {"fields": {**LIST["fields"], "call": {
+        **BASE["fields"]["tool_calls"], "open": "<call>", "close": "</call>"}}}, finish_reason=reason)
+    assert message["call"] == [call("g")]
+    assert "tool_calls" not in message
+    assert message["malformed"] == [{"field": "tool_calls", "code": "truncated", "raw": text}]
+    whole_items = parse('<calls>[{"name": "a"}, {"name": "b"}', LIST, finish_reason=reason)
+    assert "tool_calls" not in whole_items and whole_items["malformed"][0]["code"] == "truncated"
+
+
+def test_a_closed_list_the_token_limit_cut_before_its_region_closed_is_cut() -> None:
+    """Under a token-limit finish reason the region's close never came: the list is cut as one unit. The
+    text-only rule (no finish reason, or one that is not the limit) keeps a list whose bracket closed."""
+    text = '<calls>[{"name": "a"}, {"name": "b", "arguments": {"x": 1}}]'
+    for reason in ("length", "max_tokens", "Max_Output_Tokens"):
+        message = parse(text, LIST, finish_reason=reason)
+        assert message == {"role": "assistant", "malformed": [{"field": "tool_calls", "code": "truncated",
+                                                               "raw": text}]}
+    for reason in (None, "stop", "content_filter", "abort"):
+        assert parse(text, LIST, finish_reason=reason)["tool_calls"] == [call("a"), call("b", x=1)]
+    closed = parse(text + "</calls>", LIST, finish_reason="length")
+    assert closed == {"role": "assistant", "tool_calls": [call("a"), call("b", x=1)]}
+
+
+def test_a_json_call_whose_close_never_came_is_cut_by_the_token_limit() -> None:
+    """The block before the cut is kept; the last one, its JSON whole but its close missing, is not a call."""
+    cut = '<call>{"name": "f", "arguments": {"q": 1}}\n'
+    message = parse('<call>{"name": "g"}</call>' + cut, finish_reason="length")
+    assert message == {"role": "assistant", "tool_calls": [call("g")],
+                       "malformed": [{"field": "tool_calls", "code": "truncated", "raw": cut}]}
+
+
+def test_a_sequence_region_keeps_the_items_the_next_one_closed() -> None:
+    """Calls one per line in one region are separate: under the token limit the last one (its close never
+    came) is cut, the ones before it are kept."""
+    seq = {**BASE, "fields": {**BASE["fields"], "tool_calls": {
+        **BASE["fields"]["tool_calls"], "content_args": {"accept": ["sequence"]}}}}
+    message = parse('<call>{"name": "a"}\n{"name": "b", "arguments": {"x": 1}}', seq, finish_reason="length")
+    assert message == {"role": "assistant", "tool_calls": [call("a")],
+                       "malformed": [{"field": "tool_calls", "code": "truncated",
+                                      "raw": '{"name": "b", "arguments": {"x": 1}}'}]}
+
+
+def test_an_unknown_finish_reason_is_named() -> None:
+    with pytest.raises(chatparse.ChatparseError, match="'banana'") as caught:
+        chatparse.parse_response("Hi.", BASE, prefix="", finish_reason="banana")
+    assert caught.value.code == "unknown_finish_reason"
+    assert "'length'" in str(caught.value) and "'stop'" in str(caught.value)
 
 
 def test_recover_keeps_the_calls_beside_a_broken_one() -> None:

@@ -55,8 +55,10 @@ class RowOptions:
     ``prefix`` is used for a row without one (``None``: such a row is an error; ``""`` opts out of
     prefixes explicitly). ``tools`` is one tool list for every row; a row's own ``tools`` wins. ``limits``
     are the engine's regex time budgets and hold-back cap (``chatparse.Limits``). A row's
-    ``finish_reason`` (as engines write it: ``"length"`` when the token limit cut the text) is passed to
-    the parser: a call whose close never came in a cut row is reported ``truncated``."""
+    ``finish_reason`` (as engines write it, in the vocabulary of ``chatparse.finish``, any case:
+    ``"length"``, ``"max_tokens"``, ``"MAX_TOKENS"`` when the token limit cut the text) is passed to the
+    parser: a call whose close never came in a cut row is reported ``truncated``; an unknown one is the
+    row's error (``unknown_finish_reason``)."""
 
     output_field: str = OUTPUT_FIELD
     prefix_field: str = PREFIX_FIELD

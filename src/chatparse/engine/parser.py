@@ -35,6 +35,7 @@ from chatparse.errors import (
     excerpt,
     region_failure,
 )
+from chatparse.finish import finish_kind
 from chatparse.lazy import load
 from chatparse.structure import BodyTracker
 from chatparse.template.compile import CompiledField, CompiledTemplate, load_template
@@ -589,17 +590,21 @@ class ResponseParser:
     def finalize(self, *, finish_reason: str | None = None) -> tuple[dict[str, Any], list[Event]]:
         """End the stream: flush held text, close open regions, return ``(message, events)``.
 
-        ``finish_reason``: why generation stopped, as the engine reports it, when known. ``"length"`` (the
-        token limit cut the text) makes a region that the end of the text closes instead of its own close
-        a cut one in every template with ``truncation``: a tool call whose parameters were all closed but
-        whose close never came is then reported ``truncated`` (the model may have been writing one more
-        parameter), not returned. Any other value (``"stop"``), or None, keeps the text-only rule."""
+        ``finish_reason``: why generation stopped, as the engine reports it, when known (the vocabulary of
+        ``chatparse.finish``, any letter case). A token-limit reason (``"length"``, ``"max_tokens"``,
+        ``"max_output_tokens"``, ...) makes a region that the end of the text closes instead of its own
+        close a cut one in every template with ``truncation``: a tool call whose close never came is
+        reported ``truncated`` with its raw text, not returned, even when its JSON or parameters were all
+        closed (the model may have been writing one more parameter); a list of calls in one region whose
+        close never came is cut as one unit. Any other known value (``"stop"``, ``"content_filter"``), or
+        None, keeps the text-only rule; an unknown one raises ``UnknownFinishReasonError``."""
         self._check_open()
         if finish_reason is not None and not isinstance(finish_reason, str):
             raise InputTypeError(f"finalize(finish_reason=...) takes a str such as 'stop' or 'length', found "
                                  f"{type(finish_reason).__name__}")
-        self._limit_cut = finish_reason == "length"
-        self._stopped = finish_reason is not None and not self._limit_cut  # the model ended the turn itself
+        kind = finish_kind(finish_reason)
+        self._limit_cut = kind == "limit"
+        self._stopped = kind == "stop"  # the model ended the turn itself
         events: list[Event] = [] if self._keep_events else _Discard()
         if self._decoder is not None:
             pending = self._decoder.getstate()[0]
@@ -1160,7 +1165,8 @@ class ResponseParser:
         recover = field.parser.recover is not None and (self._on_malformed == "recover" or checked)
         try:
             if recover:
-                value, problems = self._recovered_value(field, body, cut=checked, close_text=close_text)
+                value, problems = self._recovered_value(field, body, cut=checked, close_text=close_text,
+                                                        limit=checked and limit)
             else:
                 value, problems = process_region(field, body, self._captures), []
             # With or without tools: arguments a reader structured become plain dicts (tool_typing).
@@ -1193,13 +1199,25 @@ class ResponseParser:
     def _complete(self, field: CompiledField, body: str, limit: bool = False) -> bool:
         """Whether a region cut by the end of the text holds a whole body: its syntax is closed (or,
         without one, its content parses). ``limit``: the token limit cut it, so a region that is one value
-        (one call) is not whole, whatever its syntax says: its close never came."""
+        (one call) is not whole, whatever its syntax says: its close never came.
+
+        A region of several items (a list parser's) keeps its whole items, the cut one reported
+        (``_recovered_value``), unless its body is one bracketed list (``[a(...), b(...)``, a JSON array):
+        a call list is one unit, cut as a whole when its close bracket never came (whatever the finish
+        reason: nothing but the end of the text can have stopped it) or, under ``limit``, when the
+        region's close never came."""
         if not body.strip():
             return False  # cut right after the opener
         if field.parser.recover is not None:
-            return True  # a list of items: its whole items are kept, the cut one is reported
+            if not body.lstrip().startswith("["):
+                return True
+            return not limit and self._syntax_closed(field, body)
         if limit:
             return False
+        return self._syntax_closed(field, body)
+
+    def _syntax_closed(self, field: CompiledField, body: str) -> bool:
+        """Whether the body's syntax (or, without a tracked one, its content parser) says it is whole."""
         if self._tracker is not None:  # every character of the body went through _emit_to
             if self._tracker.complete():
                 return True
@@ -1225,12 +1243,17 @@ class ResponseParser:
         required = self._tool_required.get(fn.get("name"), ())  # type: ignore[arg-type]
         return any(key not in fn["arguments"] for key in required)
 
-    def _recovered_value(self, field: CompiledField, body: str, *, cut: bool,
-                         close_text: str) -> tuple[Any, list[dict[str, Any]]]:
+    def _recovered_value(self, field: CompiledField, body: str, *, cut: bool, close_text: str,
+                         limit: bool = False) -> tuple[Any, list[dict[str, Any]]]:
         """A list region parsed item by item: the items that parse (and transform) are kept; each other
         item is reported with its raw text (``truncated`` for one the end of the text cut off) and the
-        error (the region's whole text when the item is all the region holds)."""
-        items, bad = recover_region(field, body, self._captures)
+        error (the region's whole text when the item is all the region holds). ``limit``: the token limit
+        cut the region, so when its items are JSON or Python values (a value's closing bracket is not a
+        call's close) the last one, which ends the body, is cut too; an item with a close marker of its own
+        (an XML ``<invoke>…</invoke>``) is whole once that marker came."""
+        structure = field.ext.structure
+        syntax = structure.syntax if structure is not None else None
+        items, bad = recover_region(field, body, self._captures, cut_last=limit and syntax is not None)
         problems = []
         for item in bad:
             whole = item.raw.strip() == body.strip()
@@ -1355,9 +1378,11 @@ def process_region(field: CompiledField, body: str, captures: dict[str, Any]) ->
     return out
 
 
-def recover_region(field: CompiledField, body: str, captures: dict[str, Any]) -> tuple[list[Any], list[BadItem]]:
+def recover_region(field: CompiledField, body: str, captures: dict[str, Any], *,
+                   cut_last: bool = False) -> tuple[list[Any], list[BadItem]]:
     """A list region item by item (the parser's ``recover``), each kept item transformed on its own; an
-    item whose transform fails joins the bad ones with its raw text."""
+    item whose transform fails joins the bad ones with its raw text. ``cut_last``: the token limit cut the
+    region, so a last item that runs to the end of the body is a cut one (its close never came)."""
     recover = field.parser.recover
     assert recover is not None
     try:
@@ -1365,7 +1390,11 @@ def recover_region(field: CompiledField, body: str, captures: dict[str, Any]) ->
     except RecursionError:
         raise ContentNestingError(f"Field '{field.name}': the region nests too deeply to parse (region "
                                   f"{excerpt(body)})", field=field.name) from None
-    bad = list(bad)
+    good, bad = list(good), list(bad)
+    if cut_last and good and not any(item.at_end for item in bad) \
+            and body.rstrip().endswith(good[-1][1].rstrip()):
+        bad.append(BadItem(good.pop()[1], "the token limit cut the text before this call's close came",
+                           at_end=True))
     fill = field.fill
     if fill is None:
         return [value for value, _ in good], bad

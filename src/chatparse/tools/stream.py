@@ -17,6 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from chatparse.errors import ChatparseError
+from chatparse.finish import (
+    INTERRUPTED_REASONS,
+    LIMIT_REASONS,
+    STOP_REASONS,
+    UnknownFinishReasonError,
+    finish_kind,
+)
 from chatparse.tools.errors import ArgumentStreamError
 from chatparse.tools.jsonvalue import read_json_number
 from chatparse.tools.near_json import MAX_DEPTH
@@ -25,8 +32,10 @@ Status = Literal["complete", "truncated", "invalid"]
 KeyCallback = Callable[[str, Any], object]
 ProgressCallback = Callable[[str, str], object]
 
-END_REASONS = frozenset({"stop", "tool_calls", "function_call", "end_turn", "tool_use", "stop_sequence"})
-CUT_REASONS = frozenset({"length", "max_tokens", "max_output_tokens", "content_filter"})
+# The shared vocabulary (``chatparse.finish``): a stream the token limit cut, or that a filter, abort or
+# error stopped, ends ``truncated``; one whose turn ended is ``complete`` only when its object closed.
+END_REASONS = STOP_REASONS
+CUT_REASONS = LIMIT_REASONS | INTERRUPTED_REASONS
 
 _WS = re.compile(r"[ \t\n\r]*")
 _ws_run: Callable[[str, int], Any] = _WS.match  # ``_ws_run(chunk, i).end()``: past the whitespace at ``i``
@@ -214,14 +223,12 @@ class KeyedStream:
             return self._make_result("invalid", self._error, finish_reason)
         if self._callback_error is not None:
             return self._make_result("invalid", self._callback_error, finish_reason)
-        if finish_reason in CUT_REASONS:
-            return self._make_result("truncated", self._truncation_error(finish_reason), finish_reason)
-        if finish_reason is not None and finish_reason not in END_REASONS:
-            known = sorted(END_REASONS | CUT_REASONS)
-            error = ArgumentStreamError(
-                f"Unknown finish_reason {finish_reason!r}; expected one of {known}.", code="unknown_finish_reason"
-            )
+        try:
+            kind = finish_kind(finish_reason)
+        except UnknownFinishReasonError as error:
             return self._make_result("invalid", error, finish_reason)
+        if kind in ("limit", "interrupted"):
+            return self._make_result("truncated", self._truncation_error(str(finish_reason)), finish_reason)
         if self._closed():
             return self._make_result("complete", None, finish_reason)
         return self._make_result("invalid", self._incomplete_error(), finish_reason)

@@ -126,9 +126,11 @@ def expected_message(turn: dict[str, Any], output: str) -> dict[str, Any]:
 
 
 def round_trip(family: str, source: str, turn: str, kwargs: dict[str, Any], system: bool = True,
-               string_arguments: bool = False) -> tuple[dict[str, Any], dict[str, Any], str] | None:
+               string_arguments: bool = False, reasoning_prefix: str = "",
+               ) -> tuple[dict[str, Any], dict[str, Any], str] | None:
     """(parsed, expected, generated text) for one assistant turn rendered by ``source``; None when the
-    rendering is no generation from the prompt (see ``generated``)."""
+    rendering is no generation from the prompt (see ``generated``). ``reasoning_prefix``: words the prompt
+    pre-writes that are part of the reasoning (Apriel 1.6's 'Here are my reasoning steps:')."""
     history = [SYSTEM, USER] if system else [USER]
     prompt = render(source, history, True, kwargs, string_arguments)
     full = render(source, [*history, TURNS[turn]], False, kwargs, string_arguments)
@@ -136,4 +138,7 @@ def round_trip(family: str, source: str, turn: str, kwargs: dict[str, Any], syst
     if output is None:
         return None
     parsed = parse_response(output, get_template(family), prefix=prompt, tools=TOOLS)
-    return parsed, expected_message(TURNS[turn], output), output
+    expected = expected_message(TURNS[turn], output)
+    if reasoning_prefix and "thinking" in expected:
+        expected["thinking"] = reasoning_prefix + expected["thinking"]
+    return parsed, expected, output

@@ -39,7 +39,8 @@ CASES: dict[str, tuple[str | None, dict[str, Any], tuple[str, ...], dict[str, An
                                          ("content", "reasoning", "one_call"), {}),  # refuses parallel calls
     "microsoft-Phi-3.5-mini-instruct": ("phi4_mini", {"eos_token": "<|endoftext|>"}, ("content",), {}),
     "unsloth-Apriel-1.5": ("apriel", {"bos_token": "<s>", "eos_token": "</s>"}, ALL_TURNS, {}),
-    "Apriel-1.6-15b-Thinker-fixed": ("apriel", {"bos_token": "<s>", "eos_token": "</s>"}, ("reasoning",), {}),
+    "Apriel-1.6-15b-Thinker-fixed": ("apriel", {"bos_token": "<s>", "eos_token": "</s>"}, ("reasoning",),
+                                     {"reasoning_prefix": "Here are my reasoning steps:\n"}),
     "fireworks-ai-llama-3-firefunction-v2": ("firefunction_v2", {**LLAMA3, "functions": "[]", "datetime": "2025-01-01"},
                                              ALL_TURNS, {}),
     "CohereForAI-c4ai-command-r-plus-tool_use": ("command_r_plus", {"bos_token": "<BOS_TOKEN>"}, ALL_TURNS, {}),

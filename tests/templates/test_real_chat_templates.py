@@ -95,3 +95,6 @@ def test_when_no_built_in_fits_the_cli_points_to_synthesize(tmp_path: Path, caps
     assert main(["detect", str(tmp_path)]) != 0
     err = capsys.readouterr().err
     assert "no built-in template fits" in err and f"chatparse templates synthesize {tmp_path}" in err
+    assert main(["templates", "install", "auto", str(tmp_path)]) != 0
+    err = capsys.readouterr().err
+    assert "no built-in template fits" in err and f"chatparse templates synthesize {tmp_path}" in err

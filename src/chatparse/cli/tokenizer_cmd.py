@@ -38,7 +38,8 @@ def run_install(args: argparse.Namespace) -> int:
             name = detect_directory(args.dir)
             if name is None:
                 eprint(f"chatparse templates install: no built-in template fits {args.dir}; name one "
-                       "(`chatparse templates list`)")
+                       f"(`chatparse templates list`), or infer one from its chat template with `chatparse "
+                       f"templates synthesize {args.dir}`")
                 return EXIT_USAGE
         name, compiled = resolve_template(name)
         path = install_response_template(args.dir, name, force=args.force)

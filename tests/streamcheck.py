@@ -37,6 +37,8 @@ def check_event_stream(events: list[dict[str, Any]], message: dict[str, Any], te
     for name, values in closed.items():
         spec = compiled.fields[name]
         if spec.join is not None:
+            if compiled.ext.end:  # real-output templates: an empty block adds no separator
+                values = [v for v in values if v] or values[:1]
             joined = spec.join.join(values)
             if spec.ext.strip_joined:
                 joined = joined.strip()

@@ -73,7 +73,8 @@ def test_bench_cuts_land_where_they_say(name: str, kind: str) -> None:
 @pytest.mark.parametrize("name", list_templates())
 def test_every_builtin_family_has_its_cuts_in_the_corpus(name: str) -> None:
     cuts = corpus_cuts(name)
-    expected = {"content", "call"} | ({"reasoning"} if "thinking" in get_template(name)["fields"] else set())
+    fields = get_template(name)["fields"]
+    expected = {"content"} | ({"call"} if "tool_calls" in fields else set()) | ({"reasoning"} if "thinking" in fields else set())
     assert set(cuts) == expected
     rows = truncated_cuts({name: cuts}, [3_000], repeat=1)
     assert all(r["kept"] for r in rows), rows

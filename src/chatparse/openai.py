@@ -509,6 +509,10 @@ class ChatCompletionStream:
             text = value if isinstance(value, str) else ""
             join = fld.join if isinstance(value, str) else None
             joined = join is not None
+            if joined and not text and self.parser.template.ext.end:
+                # an empty block (a prompt's pre-written '<think></think>') adds nothing, as in the parser
+                state.started, state.held, state.region_start = False, "", len(state.sent)
+                return
             # What this region adds to the field's value: the join string and its text, or (a field
             # without join) its text replacing the value.
             expected = (join + text if join is not None and state.values else text) \

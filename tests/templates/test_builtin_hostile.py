@@ -95,6 +95,14 @@ OPENERS_B: dict[str, list[str]] = {
     "muse_spark": [" to=self<|message|>", "<|message|>", " to=user<|message|>", " to=commentary<|message|>",
                    " to=f<|message|>", ' to=f<|message|><atem:function_calls>\n<atem:invoke name="f">\n'
                    '<atem:parameter name="a">', " to=developer<|message|>"],
+    # issue 29's families
+    "gemma2": ["x"],
+    "firefunction_v2": ["functools", "functools[", 'functools[{"name": "f", "arguments": "{'],
+    "command_r_plus": ["Action:", "Action: ```json", "Action: ```json\n[", "Action: ```json\n[]"],
+    "functionary_v3_2": ["all\n", "f\n", "f\n{", ">>>", ">>>f\n{}"],
+    "apriel": ["Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]", "<tool_calls>", "<tool_calls>[]"],
+    "llm_jp_4_1": ["<|channel|> analysis<|message|>", "<|channel|> final<|message|>",
+                   " to=functions.f<|channel|> commentary <|constrain|> json<|message|>", "<|end|><|start|> assistant"],
     "muse_glimmer": [" to=self<|message|>", "<|message|>", " to=user<|message|>", " to=f<|message|>",
                      ' to=f<|message|><atem:function_calls>\n<atem:invoke name="f">\n<atem:parameter name="a">'],
 }

@@ -31,8 +31,11 @@ def run(args: argparse.Namespace) -> int:
         return report("detect", exc)
     if name is None:
         what = "the model directory" if path.exists() else "the model id"
-        eprint(f"chatparse detect: no built-in template fits {what} {args.model!r}; `chatparse templates list` "
-               "shows them all")
+        hint = (f"`chatparse templates synthesize {args.model}` infers one from its chat template and proves it"
+                if path.exists() else "`chatparse templates synthesize MODEL_DIR` infers one from the model's chat "
+                "template")
+        eprint(f"chatparse detect: no built-in template fits {what} {args.model!r}; {hint} "
+               "(`chatparse templates list` shows the built-ins)")
         return EXIT_FAILED
     print(name)
     return EXIT_OK

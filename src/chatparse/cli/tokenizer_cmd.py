@@ -41,7 +41,8 @@ def run_install(args: argparse.Namespace) -> int:
             name = detect_directory(args.dir)
             if name is None:
                 eprint(f"chatparse templates install: no built-in template fits {args.dir}; name one "
-                       "(`chatparse templates list`)")
+                       f"(`chatparse templates list`), or infer one from its chat template with `chatparse "
+                       f"templates synthesize {args.dir}`")
                 return EXIT_USAGE
         if args.v1:
             return _install_v1(name, args)

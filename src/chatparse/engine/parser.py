@@ -636,7 +636,10 @@ class ResponseParser:
                 field=missing[0],
             )
         fields = self._template.fields
+        real_output = bool(self._template.ext.end)
         for name, (separator, parts) in self._join_parts.items():
+            if real_output:  # an empty block (a prompt's pre-written '<think></think>') adds no separator
+                parts = [part for part in parts if part] or parts[:1]
             joined = separator.join(parts)
             self._output[name] = joined.strip() if fields[name].ext.strip_joined else joined
         trailing = self._trailing_text()

@@ -106,7 +106,8 @@ def missing_template_error(found: str, suggestion: str | None, where: str) -> Mi
     """The one message for "a template was expected here and there is none", with the fix."""
     name = suggestion or "NAME"
     hint = (f" ({suggestion!r} fits this model)" if suggestion
-            else "; `chatparse templates list` shows the built-in names")
+            else "; `chatparse templates list` shows the built-in names, and `chatparse templates synthesize "
+                 "MODEL_DIR` infers one from the model's chat template when none fits")
     return MissingResponseTemplateError(
         f"expected a response template, found none: {found}. Pass a template (a built-in name, a dict or a "
         f"template file), or write a built-in one into the tokenizer with "

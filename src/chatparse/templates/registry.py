@@ -221,6 +221,17 @@ def _by_model_id(model_id: str | None) -> str | None:
 _ESCAPED_NEWLINE = re.compile(r"\\n")
 
 
+def _marker_rules(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The chat-template clues of a family: one ``{"all": [...], "none": [...]}`` rule or a list of them
+    (alternatives: templates of one family that share no telltale, such as LFM2's and LFM2.5's)."""
+    rules = record.get("detect", {}).get("chat_template")
+    if isinstance(rules, Mapping):
+        rules = [rules]
+    if not isinstance(rules, list):
+        return []
+    return [rule for rule in rules if isinstance(rule, Mapping) and rule.get("all")]
+
+
 def _by_chat_template(chat_template: str | None) -> str | None:
     if not chat_template:
         return None
@@ -228,9 +239,7 @@ def _by_chat_template(chat_template: str | None) -> str | None:
     text = _ESCAPED_NEWLINE.sub("\n", chat_template)
     scored = []
     for record in _records().values():
-        markers = record.get("detect", {}).get("chat_template")
-        if not isinstance(markers, dict) or not markers.get("all"):
-            continue
-        if all(m in text for m in markers["all"]) and not any(m in text for m in markers.get("none", [])):
-            scored.append((len(markers["all"]), record["name"]))
+        for rule in _marker_rules(record):
+            if all(m in text for m in rule["all"]) and not any(m in text for m in rule.get("none", [])):
+                scored.append((len(rule["all"]), record["name"]))
     return _best(scored)

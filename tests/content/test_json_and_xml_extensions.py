@@ -124,3 +124,14 @@ def _template(content: str, args: dict[str, Any]) -> dict[str, Any]:
 def test_bad_content_args_are_rejected_at_load_time(content: str, args: dict[str, Any]) -> None:
     with pytest.raises(TemplateError):
         chatparse.load_template(_template(content, args))
+
+
+def test_xml_params_key_entities_decode_keys_in_one_pass_and_nothing_else() -> None:
+    """Kimi K3 escapes '&' and '"' in attribute values: keys come back decoded ('&amp;quot;' is the
+    text '&quot;', as in XML); values are not attributes and stay as written."""
+    from chatparse.content.xml_params import parse_xml_params
+
+    args = {"param_open": '<arg key="(?P<key>[^"]*)">', "value_close": "</arg>", "value_ends": "close",
+            "key_entities": {"&quot;": '"', "&amp;": "&"}}
+    body = '<arg key="a &amp; b">R&amp;D</arg><arg key="&amp;quot;x&quot;">1</arg>'
+    assert parse_xml_params(body, args) == {"a & b": "R&amp;D", '&quot;x"': "1"}

@@ -61,10 +61,10 @@ def test_every_builtin_template_pickles_and_deep_copies(name: str) -> None:
                 chatparse.parse_response(case["output"], template, prefix=case["prefix"], **options)
 
 
-def _rest_of(parser: chatparse.ResponseParser, text: str, cut: int) -> Any:
+def _rest_of(parser: chatparse.ResponseParser, text: str, cut: int, finish_reason: str | None = None) -> Any:
     try:
         events = [parser.feed(chunk) for chunk in tokens(text, cut)]
-        return json.dumps([events, parser.finalize()], default=repr)
+        return json.dumps([events, parser.finalize(finish_reason=finish_reason)], default=repr)
     except chatparse.ChatparseError as exc:
         return ("error", exc.code)
 
@@ -75,6 +75,7 @@ def test_a_parser_pickled_mid_stream_goes_on_as_the_original(family: str, path: 
     the original get the rest of the output and give the same events and message."""
     case = load_case(path)
     text, options = case["output"], {"tools": case.get("tools"), **case.get("options", {})}
+    finish_reason = options.pop("finish_reason", None)  # a finalize argument, not a parser option
     for cut in cuts(text):
         parser = chatparse.ResponseParser(template_name(family), case["prefix"], **options)
         for chunk in tokens(text, 0, cut):
@@ -83,8 +84,8 @@ def test_a_parser_pickled_mid_stream_goes_on_as_the_original(family: str, path: 
             except chatparse.ChatparseError:
                 break
         copies = [pickle.loads(pickle.dumps(parser)), copy.deepcopy(parser)]
-        original = _rest_of(parser, text, cut)
-        assert [_rest_of(c, text, cut) for c in copies] == [original, original], f"cut at {cut}"
+        original = _rest_of(parser, text, cut, finish_reason)
+        assert [_rest_of(c, text, cut, finish_reason) for c in copies] == [original, original], f"cut at {cut}"
 
 
 def _stream_rest(stream: chatparse.ChatCompletionStream, text: str, cut: int) -> Any:

@@ -35,9 +35,11 @@ IMPLICIT = "implicit reasoning end"
 SPELLING = "spelling not rendered"
 SEVERAL = "several calls"
 WRAPPER = "wrapper at a cut"
+UNWRAPPED = "bare call without the template's wrapper"
 
 EXCLUDED: dict[str, dict[str, str]] = {
-    "qwen3_5": {"cut_call_inside_reasoning_without_close": IMPLICIT, "implicit_reasoning_end_at_call": IMPLICIT},
+    "qwen3_5": {"cut_call_inside_reasoning_without_close": IMPLICIT, "implicit_reasoning_end_at_call": IMPLICIT,
+                "compact_bare_function_block": UNWRAPPED},
     "deepseek_v3_1": {"stop_right_after_section_begin": WRAPPER},
     "deepseek_v3_2": {"implicit_reasoning_end_at_section": IMPLICIT, "json_object_invoke_body": SPELLING,
                       "prefixless_spelling_pairs_with_its_own_close": SPELLING, "stop_after_section_open": WRAPPER},

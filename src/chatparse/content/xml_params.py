@@ -12,6 +12,7 @@ from typing import Any
 import regex
 
 from chatparse.content.args import (
+    WrittenArguments,
     check_allowed,
     check_choice,
     check_regex,
@@ -86,6 +87,7 @@ _XML_PARAMS_ARGS: dict[str, type | tuple[type, ...]] = {
     "json_body": bool,
     "value_parsers": Mapping,
     "default_parser": Mapping,
+    "key_entities": Mapping,
 }
 
 
@@ -178,6 +180,8 @@ def parse_xml_params(text: str, args: Args) -> dict[str, Any]:
     - ``json_body``: a body with no parameter that holds a JSON object is the arguments themselves.
     - ``value_parsers`` (``{kind: {"name", "args"}}``) and ``default_parser``: how values are read
       (default: the raw text, typed later by the request's tools).
+    - ``key_entities``: the entities the format writes in a key's attribute value (``{"&quot;": '"',
+      "&amp;": "&"}`` for Kimi K3's ``key="..."``), decoded in one pass; nothing else is decoded.
 
     Keys are stripped; a repeated key keeps its last value. Text outside the parameters (other than
     whitespace and the trailer), an unclosed value in ``close`` mode and a body that is neither
@@ -192,7 +196,10 @@ def parse_xml_params(text: str, args: Args) -> dict[str, Any]:
     trailer: str = args.get("trailer", "")
     parsers: Mapping[str, Mapping[str, Any]] = args.get("value_parsers", {})
     default: Mapping[str, Any] | None = args.get("default_parser")
+    entities: Mapping[str, str] = args.get("key_entities", {})
+    decode = _entity_decoder(entities) if entities else None
     out: dict[str, Any] = {}
+    written: dict[tuple[str | int, ...], str] = {}  # the text of each value a value parser typed
     m = opener.search(text)
     if m is None:
         return _whole_body(text, args, trailer)
@@ -226,8 +233,23 @@ def parse_xml_params(text: str, args: Args) -> dict[str, Any]:
                 value = _LAYOUT_END.sub("", value, count=1)
             kind = captures.get("kind")
             spec = parsers.get(kind, default) if kind is not None else default
-            out[captures["key"].strip()] = parse_value(value, spec)
-    return out
+            key = captures["key"].strip()
+            key = decode(key) if decode is not None else key
+            out[key] = parsed = parse_value(value, spec)
+            if spec is not None and not isinstance(parsed, str):
+                written[(key,)] = value
+            else:
+                written.pop((key,), None)
+    # The request's tools decide what a value is (``engine.tool_typing``): a parameter whose schema is
+    # ``string`` gets the text the model wrote back, whatever type the model declared for it.
+    return WrittenArguments(out, written) if written else out
+
+
+def _entity_decoder(entities: Mapping[str, str]) -> Any:
+    """One pass over a key: each entity the format writes becomes its character (``&amp;quot;`` is
+    ``&quot;``, as in XML)."""
+    pattern = regex.compile("|".join(regex.escape(e) for e in sorted(entities, key=len, reverse=True)))
+    return lambda text: pattern.sub(lambda m: entities[m.group()], text)
 
 
 def _whole_body(text: str, args: Args, trailer: str) -> dict[str, Any]:
@@ -261,6 +283,10 @@ def _check_xml_params(args: Args) -> None:
     if unknown:
         raise ValueError(f"xml-params: value_close names groups that param_open lacks: {sorted(unknown)}")
     check_choice("xml-params", args, "value_ends", _VALUE_ENDS)
+    entities = args.get("key_entities", {})
+    if not entities or not all(isinstance(k, str) and k and isinstance(v, str) for k, v in entities.items()):
+        if "key_entities" in args:
+            raise ValueError("xml-params: content_args.key_entities must map non-empty entity strings to text")
     for spec in args.get("value_parsers", {}).values():
         check_value_parser(spec)
     if "default_parser" in args:

@@ -40,7 +40,7 @@ def test_check_all_pass_exits_zero(tmp_path: Path, evidence_file: Path) -> None:
     out = tmp_path / "out.jsonl"
     assert run(["answers", "check", str(source), "--evidence", str(evidence_file), "-o", str(out)]) == 0
     (verdict,) = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
-    assert verdict == {"id": "a", "ok": True, "status": "answered", "stage": "grounding", "errors": []}
+    assert verdict == {"id": "a", "line": 1, "ok": True, "status": "answered", "stage": "grounding", "errors": []}
 
 
 def test_check_failures_exit_one_with_codes(tmp_path: Path, evidence_file: Path) -> None:
@@ -56,7 +56,8 @@ def test_check_failures_exit_one_with_codes(tmp_path: Path, evidence_file: Path)
     verdicts = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [v["ok"] for v in verdicts] == [True, False, False, False]
     assert verdicts[1]["errors"][0]["code"] == "unknown_source"
-    assert verdicts[2]["id"] == 3 and verdicts[2]["errors"][0]["code"] == "not_bare_json"
+    assert verdicts[2]["id"] is None and verdicts[2]["line"] == 3
+    assert verdicts[2]["errors"][0]["code"] == "not_bare_json"
     assert verdicts[3]["errors"][0]["code"] == "unknown_source"
 
 
@@ -92,7 +93,7 @@ def test_a_bad_line_fails_alone_and_checking_goes_on(
     evidence = [] if code == "missing_evidence" else ["--evidence", str(evidence_file)]
     assert run(["answers", "check", str(source), "-o", str(out), *evidence]) == 1
     bad, after = [json.loads(v) for v in out.read_text(encoding="utf-8").splitlines()]
-    assert bad["id"] == 1 and bad["ok"] is False and bad["stage"] == "input"
+    assert bad["id"] is None and bad["line"] == 1 and bad["ok"] is False and bad["stage"] == "input"
     assert bad["errors"][0]["code"] == code
     assert after["id"] == "good" and after["ok"]
 

@@ -44,9 +44,14 @@ DEFAULT_PROMPTS = ("P0", "P1", "P2")
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Register ``answers`` and its subcommands; each sets ``func(args) -> int``."""
     parser = subparsers.add_parser("answers", help="validate grounded answers and evaluate prompt versions")
-    commands = parser.add_subparsers(dest="answers_command", metavar="{check,eval}", required=True)
+    commands = parser.add_subparsers(dest="answers_command", metavar="{check,eval}")
     _add_check(commands)
     _add_eval(commands)
+    def usage(_args: argparse.Namespace) -> int:
+        parser.print_help(sys.stderr)
+        return EXIT_BAD_INPUT
+
+    parser.set_defaults(func=usage)
     return parser
 
 

@@ -45,7 +45,8 @@ def eprint(*parts: Any, end: str = "\n") -> None:
 def report(command: str, exc: ChatparseError) -> int:
     """One line on stderr, ``chatparse CMD: error [code] (location): message``; returns exit code 2."""
     where = ", ".join(f"{k}={v}" for k, v in exc.location.items())
-    eprint(f"chatparse {command}: error [{exc.code}]{' (' + where + ')' if where else ''}: {safe_text(str(exc))}")
+    message = " ".join(safe_text(str(exc)).split())  # one line, whatever a library's message holds
+    eprint(f"chatparse {command}: error [{exc.code}]{' (' + where + ')' if where else ''}: {message}")
     return EXIT_USAGE
 
 

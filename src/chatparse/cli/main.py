@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     from chatparse import __version__
 
-    parser.add_argument("--version", action="version", version=f"chatparse {__version__}")
+    parser.add_argument("--version", "-V", action="version", version=f"chatparse {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in SUBCOMMANDS:
         try:

@@ -185,7 +185,8 @@ def _run(args: argparse.Namespace) -> int:
         else:
             jobs = _checked_lines(source.jobs, options)  # type: ignore[arg-type]
         output = Output(args, worker, out_format, source)
-        progress = Progress.for_stderr("parse", source.total, quiet=args.quiet or pretty)
+        # a bar on the terminal that shows the rows would be drawn through them: the summary line only
+        progress = Progress("parse", source.total, live=is_terminal(sys.stderr) and not pretty, quiet=args.quiet)
         code = _drive(args, output, progress, run_jobs(config, jobs, args.jobs))
     finally:
         source.close()

@@ -309,6 +309,15 @@ class TableSink:
         self.output.commit()
 
     def abort(self) -> None:
+        """Drop the table: its writer is closed quietly (it would write to a closed file at exit)."""
+        writer, self.writer = self.writer, None
+        if writer is not None:
+            try:
+                writer.close()
+            except Exception:  # the disk is full, or the file is already gone: it is dropped anyway
+                pass
+            if hasattr(writer, "is_open"):
+                writer.is_open = False
         self.output.abort()
 
 

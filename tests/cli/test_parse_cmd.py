@@ -212,4 +212,4 @@ def test_without_pyarrow_jsonl_works_and_tables_name_the_extra(
     assert main(["parse", "-t", "qwen3", str(source), "-o", str(tmp_path / "o.jsonl"), "-q"]) == 0
     assert main(["parse", "-t", "qwen3", str(source), "-o", str(tmp_path / "o.parquet"), "-q"]) == 2
     err = capsys.readouterr().err
-    assert "error [missing_dependency]" in err and "pip install 'chatparse[batch]'" in err
+    assert "error [missing_dependency]" in err and "pip install '.[batch]'" in err and "not on PyPI" in err

@@ -177,7 +177,7 @@ class OpenAIGenerator:
     """Chat Completions with ``response_format`` strict JSON Schema, via the official client.
 
     The client's own transport retries default to 0 here: every call is an attempt the pipeline
-    records. Requires the optional extra ``chatparse[openai]``.
+    records. Requires the optional extra ``openai`` (from a checkout: ``pip install '.[openai]'``).
     """
 
     def __init__(

@@ -35,8 +35,9 @@ def require(module: str, purpose: str, extra: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise UsageError(f"{purpose} need {module.split('.')[0]}, which is not installed: pip install "
-                         f"'chatparse[{extra}]'", code="missing_dependency") from None
+        raise UsageError(f"{purpose} need {module.split('.')[0]}, which is not installed: install the '{extra}' "
+                         f"extra from a chatparse checkout (pip install '.[{extra}]'; chatparse is not on PyPI)",
+                         code="missing_dependency") from None
 
 
 def _pa() -> Any:

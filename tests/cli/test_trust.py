@@ -376,3 +376,33 @@ def test_a_read_only_directory_is_a_named_error(folder: Path, small_disk: Path) 
     subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True, capture_output=True)
     expect(chatparse("parse", "-t", "qwen3", *FIELDS, "rollouts.jsonl", "-o", str(small_disk / "o.jsonl"),
                      cwd=folder), 2, "error [read_only_output]", "o.jsonl")
+
+
+def test_no_ray_cluster_at_the_address_is_a_setup_error_that_touches_no_output(folder: Path) -> None:
+    pytest.importorskip("ray")
+    if Path("/tmp/ray/ray_current_cluster").exists() or os.environ.get("RAY_ADDRESS"):
+        pytest.skip("a Ray instance is running on this machine: 'auto' would find it")
+    pq.write_table(pa.Table.from_pylist(rollouts(8)), folder / "r.parquet")
+    before = digest(folder / "precious.parquet")
+    expect(chatparse("parse", "-t", "qwen3", *FIELDS, "--ray-address", "auto", "r.parquet", "-o", "precious.parquet",
+                     cwd=folder), 2, "error [ray_unavailable]", "ray start --head")
+    assert digest(folder / "precious.parquet") == before and leftovers(folder) == []
+
+
+def test_finish_reason_field_renames_the_column(folder: Path) -> None:
+    rows = [{"text": '<tool_call>\n<function=get_weather>\n<parameter=city>\nSeoul\n</parameter>\n', "prompt": "",
+             "why": "length"}]
+    write_jsonl(folder / "cut.jsonl", rows)
+    expect(chatparse("parse", "-t", "qwen3.5", "--output-field", "text", "--prefix-field", "prompt",
+                     "--finish-reason-field", "why", "cut.jsonl", "-o", "cut-out.jsonl", cwd=folder), 0,
+           "0 with tool calls, 1 with malformed output (truncated 1)")
+
+
+def test_stream_recovers_by_default_reads_stdin_and_says_why(folder: Path) -> None:
+    text = GENERATIONS[3][0].encode()
+    result = chatparse("stream", "-t", "qwen3", "--prefix", PROMPT, "--text", "@-", cwd=folder, input=text)
+    expect(result, 0)
+    message = json.loads(result.stdout.decode().splitlines()[-1])["message"]
+    assert message["malformed"][0]["error"] == "json-calls: call 0 arguments must be a JSON object, found str"
+    expect(chatparse("stream", "-t", "qwen3", "--prefix", PROMPT, "--text", "@-", "--on-malformed", "raise",
+                     cwd=folder, input=text), 1, "content_parse_failed")

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from typing import Any
 
-from chatparse.batch.rows import OUTPUT_FIELD, PREFIX_FIELD, TOOLS_FIELD, RowOptions
+from chatparse.batch.rows import FINISH_REASON_FIELD, OUTPUT_FIELD, PREFIX_FIELD, TOOLS_FIELD, RowOptions
 from chatparse.cli.io import (
     EXIT_CODES_HELP,
     EXIT_FAILED,
@@ -115,6 +115,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--prefix", metavar="TEXT|@FILE",
                    help="prompt for rows without one (\"\" opts out of prompts); default: such rows fail")
     p.add_argument("--tools", metavar="FILE", help="JSON list of tools for every row (a row's own 'tools' wins)")
+    p.add_argument("--finish-reason-field", default=FINISH_REASON_FIELD, metavar="NAME",
+                   help=f"input key or column with the engine's finish reason (default: {FINISH_REASON_FIELD}; "
+                        "'length' makes a call left open truncated)")
     p.add_argument("--message-field", default="message", metavar="NAME",
                    help="output key (JSONL) or column (tables, as JSON text) of the message (default: message)")
     p.add_argument("--column-prefix", default="", metavar="TEXT",
@@ -163,7 +166,8 @@ def _run(args: argparse.Namespace) -> int:
     template, _ = resolve_template(args.template)
     options = RowOptions(output_field=args.output_field, prefix_field=args.prefix_field, tools_field=TOOLS_FIELD,
                          prefix=text_arg(args.prefix, "--prefix") if args.prefix is not None else None,
-                         tools=_tools_file(args.tools) if args.tools else None, on_malformed=args.on_malformed)
+                         tools=tools_file(args.tools) if args.tools else None, on_malformed=args.on_malformed,
+                         finish_reason_field=args.finish_reason_field)
     if args.output == "-" and out_format != "jsonl" and is_terminal(sys.stdout):
         raise CliError(f"Refusing to write {out_format} to a terminal; name a file with -o", code="binary_output")
     if args.errors and out_format == "jsonl" and output_format(args.errors, None, "--errors") != "jsonl":
@@ -244,7 +248,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _tools_file(path: str) -> list[Any]:
+def tools_file(path: str) -> list[Any]:
     text = read_text_file(path, "--tools")
     try:
         tools = json.loads(text)

@@ -86,6 +86,7 @@ class Worker:
         self.config = config
         self.batch = BatchParser(config.template, output_column=config.options.output_field,
                                  prefix_column=config.options.prefix_field, tools_column=config.options.tools_field,
+                                 finish_reason_column=config.options.finish_reason_field,
                                  prefix=config.options.prefix, tools=config.options.tools,
                                  on_malformed=config.options.on_malformed, message_column=config.message_field,
                                  column_prefix=config.column_prefix, limits=config.options.limits)

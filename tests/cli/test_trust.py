@@ -406,3 +406,14 @@ def test_stream_recovers_by_default_reads_stdin_and_says_why(folder: Path) -> No
     assert message["malformed"][0]["error"] == "json-calls: call 0 arguments must be a JSON object, found str"
     expect(chatparse("stream", "-t", "qwen3", "--prefix", PROMPT, "--text", "@-", "--on-malformed", "raise",
                      cwd=folder, input=text), 1, "content_parse_failed")
+
+
+def test_bad_rows_keep_what_identifies_them(folder: Path) -> None:
+    good = json.dumps(rollouts(1)[0])
+    (folder / "bad.jsonl").write_text(good + "\n" + good[:-1] + "\n" + json.dumps({**rollouts(1)[0], "line": 7})
+                                      + "\n", encoding="utf-8")
+    expect(chatparse("parse", "-t", "qwen3", *FIELDS, "bad.jsonl", "-o", "o.jsonl", cwd=folder), 1)
+    rows = [json.loads(line) for line in (folder / "o.jsonl").read_text(encoding="utf-8").splitlines()]
+    cut = rows[1]["error"]
+    assert cut["code"] == "invalid_json" and f"column {len(good)}" in cut["message"] and cut["offset"] == len(good) - 1
+    assert rows[2]["error"]["code"] == "key_collision" and rows[2]["id"] == "rollout-00000" and rows[2]["line"] == 3

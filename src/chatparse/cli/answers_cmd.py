@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -29,7 +30,6 @@ from chatparse.cli.io import (
     open_output,
     read_text_file,
     refuse_same_file,
-    write_error,
 )
 from chatparse.cli.io import report as report_error
 from chatparse.cli.tables import BOM
@@ -266,15 +266,19 @@ def run_eval(args: argparse.Namespace) -> int:
 
 @contextmanager
 def _open_log(path: Path | None) -> Iterator[TextIO | None]:
+    """The run log, put in place only when the run ends (an error or Ctrl-C leaves an old log as it was)."""
     if path is None:
         yield None
         return
+    output = OutputFile(str(path))  # a missing directory or a read-only one fails here, before the run
+    buffer = io.StringIO()
     try:
-        handle = path.open("w", encoding="utf-8")
-    except OSError as exc:
-        raise write_error(str(path), exc) from None
-    with handle:
-        yield handle
+        yield buffer
+        output.write(buffer.getvalue().encode("utf-8"))
+        output.commit()
+    except BaseException:
+        output.abort()
+        raise
 
 
 __all__ = ["add_parser", "run_check", "run_eval"]

@@ -164,7 +164,7 @@ class OutputFile:
         except BrokenPipeError:
             raise
         except OSError as exc:
-            raise write_error(self.path, exc) from None
+            raise write_error(self.path, exc, in_place=self.temp is None) from None
 
     def commit(self) -> None:
         """Flush, close and rename the temporary file over the final name."""
@@ -181,8 +181,9 @@ class OutputFile:
         except BrokenPipeError:
             raise
         except OSError as exc:
+            in_place = self.temp is None
             self.abort()
-            raise write_error(self.path, exc) from None
+            raise write_error(self.path, exc, in_place=in_place) from None
 
     def abort(self) -> None:
         """Drop what was written: the temporary file goes, the final name keeps what it held."""
@@ -214,10 +215,10 @@ _WRITE_CODES = {errno.ENOSPC: "disk_full", errno.EDQUOT: "disk_full", errno.EROF
                 errno.EACCES: "unwritable_output", errno.EPERM: "unwritable_output"}
 
 
-def write_error(path: str, exc: OSError) -> CliError:
+def write_error(path: str, exc: OSError, *, in_place: bool = False) -> CliError:
     """A failed write as one named error: the path, the system's reason, and that nothing was replaced."""
     where = "stdout" if path == "-" else repr(path)
-    kept = "" if path == "-" else "; an existing file of that name is left unchanged"
+    kept = "" if path == "-" or in_place else "; an existing file of that name is left unchanged"
     reason = exc.strerror or str(exc) or type(exc).__name__
     return CliError(f"Cannot write {where}: {reason}{kept}", code=_WRITE_CODES.get(exc.errno or 0, "write_failed"),
                     path=path)

@@ -297,9 +297,9 @@ class TableSink:
         except BrokenPipeError:
             raise
         except OSError as exc:
-            raise write_error(self.path, exc) from None
+            raise write_error(self.path, exc, in_place=self.output.temp is None) from None
         except self.pa.ArrowException as exc:
-            raise write_error(self.path, OSError(str(exc))) from None
+            raise write_error(self.path, OSError(str(exc)), in_place=self.output.temp is None) from None
 
     def close(self) -> None:
         """Finish the file: the table's footer written, then renamed into place (a file) or flushed."""

@@ -200,3 +200,10 @@ def test_check_keeps_each_inputs_id_and_counts(tmp_path: Path) -> None:
     same = console("answers", "check", "answers.jsonl", "-o", "answers.jsonl", cwd=tmp_path)
     assert same.returncode == 2 and "output_is_input" in same.stderr
     assert (tmp_path / "answers.jsonl").read_bytes() == before
+
+
+def test_an_evidence_file_that_is_not_json_says_where(tmp_path: Path) -> None:
+    (tmp_path / "evidence.json").write_text('{"a": "x",\n oops}', encoding="utf-8")
+    write_lines(tmp_path / "answers.jsonl", [{"id": "a1", "output": dump()}])
+    result = console("answers", "check", "answers.jsonl", "--evidence", "evidence.json", cwd=tmp_path)
+    assert result.returncode == 2 and "error [invalid_json]" in result.stderr and "line 2, column 2" in result.stderr

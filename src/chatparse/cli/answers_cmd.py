@@ -214,6 +214,9 @@ def _load_evidence(path: Path) -> Mapping[str, str]:
     text = read_text_file(str(path), "--evidence")
     try:
         data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"Expected JSON in {path}, found invalid JSON: {exc.msg} at line {exc.lineno}, column "
+                       f"{exc.colno}", code="invalid_json", path=str(path), offset=exc.pos) from None
     except ValueError:
         raise CliError(f"Expected JSON in {path}, found invalid text", code="invalid_json", path=str(path)) from None
     except RecursionError:

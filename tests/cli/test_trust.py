@@ -145,8 +145,10 @@ def _gone(pid: int) -> bool:
 
 
 def _start(folder: Path, *args: str) -> subprocess.Popen[bytes]:
+    # a shell's background job ignores SIGINT, and the child would inherit that: Ctrl-C as on a terminal
     return subprocess.Popen([*ENTRY, "parse", "-t", "qwen3", *FIELDS, *args], cwd=folder, env=env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def _wait_for_rows(process: subprocess.Popen[bytes], folder: Path, pattern: str, workers: int = 0) -> None:

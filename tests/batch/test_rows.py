@@ -103,13 +103,13 @@ def test_limits_reach_the_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     from chatparse.batch import rows as rows_module
 
     seen: list[object] = []
-    real = rows_module.parse_response
+    real = rows_module.ResponseParser
 
     def spy(*args: object, **kwargs: object) -> object:
         seen.append(kwargs["limits"])
-        return real(*args, **kwargs)  # type: ignore[call-overload]
+        return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(rows_module, "parse_response", spy)
+    monkeypatch.setattr(rows_module, "ResponseParser", spy)
     limits = Limits(max_holdback=8)
     assert RowParser("qwen3", RowOptions(prefix="", limits=limits)).parse_row({"output": "Hi<|im_end|>"}).ok
     assert seen == [limits]

@@ -163,7 +163,8 @@ def test_a_table_whose_every_row_would_fail_is_a_setup_error(tmp_path: Path, cap
     path = tmp_path / "in.parquet"
     pq.write_table(pa.table({"text": ["x"]}), path)
     assert main(["parse", "-t", "qwen3", str(path), "-q"]) == 2
-    assert "error [missing_column]" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "error [missing_field]" in err and "--output-field" in err and "found: text" in err
 
 
 def test_summary_line_counts_failures_apart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -211,4 +212,4 @@ def test_without_pyarrow_jsonl_works_and_tables_name_the_extra(
     assert main(["parse", "-t", "qwen3", str(source), "-o", str(tmp_path / "o.jsonl"), "-q"]) == 0
     assert main(["parse", "-t", "qwen3", str(source), "-o", str(tmp_path / "o.parquet"), "-q"]) == 2
     err = capsys.readouterr().err
-    assert "error [missing_dependency]" in err and "pip install 'chatparse[batch]'" in err
+    assert "error [missing_dependency]" in err and "pip install '.[batch]'" in err and "not on PyPI" in err

@@ -103,7 +103,7 @@ def test_missing_renderer_says_what_to_install(monkeypatch: pytest.MonkeyPatch) 
         require_renderer()
     assert caught.value.code == "missing_dependency"
     assert isinstance(caught.value, ImportError)
-    assert "pip install 'chatparse[transformers]'" in str(caught.value)
+    assert "pip install '.[transformers]'" in str(caught.value)
 
 
 # --- compiling is the template's work too (issue 34 §2) ---------------------------------------------------

@@ -195,6 +195,13 @@ class EvaluationReport:
     regressions: tuple[Regression, ...]
     schema_version: str = SCHEMA_VERSION
     validator_version: str = VALIDATOR_VERSION
+    live: bool = False  # a model was called (not the dataset's recordings replayed)
+
+    @property
+    def all_failed(self) -> bool:
+        """Every attempt of every prompt failed to get an output (no server, bad key): nothing was measured."""
+        attempts = [a for p in self.prompts for item in p.items for a in item.result.attempts]
+        return bool(attempts) and all(attempt.kind == "failed" for attempt in attempts)
 
 
 # Loading ----------------------------------------------------------------------------------------
@@ -332,14 +339,16 @@ def evaluate(
     retry: RetryPolicy = NO_RETRY,
     log: TextIO | None = None,
 ) -> EvaluationReport:
-    """Run every prompt over every question; scores use each question's first attempt."""
+    """Run every prompt over every question; scores use each question's first attempt. With
+    ``generator_for`` the run is live: the report and the run log say so, with the model called."""
+    live = generator_for is not None
     make = generator_for or replay_generator_for(dataset)
-    run_log = _RunLog(log, dataset)
+    generators = [make(prompt) for prompt in prompts]
+    model = generators[0].model if live and generators else dataset.settings.model
+    run_log = _RunLog(log, dataset, live=live, model=model)
     run_log.header(prompts)
     reports: list[PromptReport] = []
-    model = dataset.settings.model
-    for prompt in prompts:
-        generator = make(prompt)
+    for prompt, generator in zip(prompts, generators, strict=True):
         model = generator.model
         items = tuple(
             _score(question, _ask(dataset, question, prompt, generator, retry))
@@ -353,11 +362,12 @@ def evaluate(
     return EvaluationReport(
         dataset=dataset.name,
         dataset_version=dataset.version,
-        synthetic=dataset.synthetic,
+        synthetic=dataset.synthetic and not live,
         model=model,
         settings=dataset.settings,
         prompts=tuple(reports),
         regressions=regressions,
+        live=live,
     )
 
 
@@ -474,9 +484,11 @@ def find_regressions(reports: Sequence[PromptReport]) -> Iterator[Regression]:
 class _RunLog:
     """JSONL lines: one header, one per question and prompt, one summary per prompt, regressions."""
 
-    def __init__(self, stream: TextIO | None, dataset: Dataset) -> None:
+    def __init__(self, stream: TextIO | None, dataset: Dataset, *, live: bool = False, model: str = "") -> None:
         self.stream = stream
         self.dataset = dataset
+        self.live = live
+        self.model = model or dataset.settings.model
         self.run_id = ""
 
     def _write(self, record: dict[str, Any]) -> None:
@@ -505,9 +517,10 @@ class _RunLog:
                 **self._versions(None),
                 "prompt_versions": {prompt: get_prompt(prompt).sha256 for prompt in prompts},
                 "dataset": self.dataset.name,
-                "synthetic": self.dataset.synthetic,
+                "synthetic": self.dataset.synthetic and not self.live,
+                "live": self.live,
                 "settings": {
-                    "model": settings.model,
+                    "model": self.model,
                     "budget": settings.budget,
                     "max_output_tokens": settings.max_output_tokens,
                     "temperature": settings.temperature,
@@ -570,6 +583,7 @@ def format_report(report: EvaluationReport) -> str:
     lines = [
         f"dataset {report.dataset} {report.dataset_version}"
         + (" (SYNTHETIC recorded outputs)" if report.synthetic else "")
+        + (" (LIVE run)" if report.live else "")
         + f" · model {report.model}",
         f"schema {report.schema_version} · validator {report.validator_version} · budget {settings.budget}"
         f" · max_output_tokens {settings.max_output_tokens} · temperature {settings.temperature}",

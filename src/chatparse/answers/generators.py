@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
 from chatparse.answers.result import TokenUsage
-from chatparse.errors import ChatparseError
+from chatparse.errors import ChatparseError, UsageError
 
 GenerationKind = Literal["ok", "refused", "truncated", "failed"]
 _GENERATION_KINDS: Final = ("ok", "refused", "truncated", "failed")
@@ -177,7 +177,7 @@ class OpenAIGenerator:
     """Chat Completions with ``response_format`` strict JSON Schema, via the official client.
 
     The client's own transport retries default to 0 here: every call is an attempt the pipeline
-    records. Requires the optional extra ``chatparse[openai]``.
+    records. Requires the optional extra ``openai`` (from a checkout: ``pip install '.[openai]'``).
     """
 
     def __init__(
@@ -245,10 +245,18 @@ def _make_client(base_url: str | None, api_key: str | None, timeout: float, max_
         import openai
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
         raise ChatparseError(
-            "expected the 'openai' package, found it missing. Install chatparse[openai].",
+            "expected the 'openai' package, found it missing. Install the 'openai' extra (from a chatparse "
+            "checkout: pip install '.[openai]'), or pip install openai.",
             code="missing_dependency",
         ) from exc
-    return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
+    try:
+        return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
+    except openai.OpenAIError as exc:  # no key given and none in the environment
+        raise UsageError(
+            f"expected an API key for the OpenAI-compatible API, found none ({exc}). Set OPENAI_API_KEY, or pass "
+            "api_key= (the CLI's --api-key); a local server that checks no key takes any value, e.g. 'none'.",
+            code="missing_api_key",
+        ) from None
 
 
 def _failure_code(exc: Exception) -> str:

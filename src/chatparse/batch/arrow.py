@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chatparse.batch.rows import (
+    FINISH_REASON_FIELD,
     OUTPUT_FIELD,
     PREFIX_FIELD,
     TOOLS_FIELD,
@@ -35,8 +36,9 @@ def require(module: str, purpose: str, extra: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise UsageError(f"{purpose} need {module.split('.')[0]}, which is not installed: pip install "
-                         f"'chatparse[{extra}]'", code="missing_dependency") from None
+        raise UsageError(f"{purpose} need {module.split('.')[0]}, which is not installed: install the '{extra}' "
+                         f"extra from a chatparse checkout (pip install '.[{extra}]'; chatparse is not on PyPI)",
+                         code="missing_dependency") from None
 
 
 def _pa() -> Any:
@@ -63,7 +65,8 @@ def column_types() -> dict[str, Any]:
 class BatchParser:
     """A picklable callable ``batch -> batch`` (the template compiles once per process, on first use).
 
-    ``output_column``, ``prefix_column`` and ``tools_column`` name the input columns; ``prefix`` stands in
+    ``output_column``, ``prefix_column``, ``tools_column`` and ``finish_reason_column`` name the input
+    columns; ``prefix`` stands in
     for a missing prompt (``None``: such a row fails with ``prefix_required``; ``""`` opts out); ``tools``
     is one tool list for every row (a row's own ``tools``, a list or its JSON text, wins). Output columns
     are ``column_prefix`` + role, thinking, content, tool_calls (list of {name, arguments as JSON text}),
@@ -78,6 +81,7 @@ class BatchParser:
         output_column: str = OUTPUT_FIELD,
         prefix_column: str = PREFIX_FIELD,
         tools_column: str = TOOLS_FIELD,
+        finish_reason_column: str = FINISH_REASON_FIELD,
         prefix: str | None = None,
         tools: Sequence[Any] | None = None,
         on_malformed: OnMalformed = "recover",
@@ -87,7 +91,7 @@ class BatchParser:
     ) -> None:
         self.template_source = template.to_dict() if isinstance(template, CompiledTemplate) else template
         self.options = RowOptions(output_field=output_column, prefix_field=prefix_column, tools_field=tools_column,
-                                  prefix=prefix, tools=tools, on_malformed=on_malformed, limits=limits)
+                                  finish_reason_field=finish_reason_column, prefix=prefix, tools=tools, on_malformed=on_malformed, limits=limits)
         self.names = {name: column_prefix + (message_column if name == MESSAGE_COLUMN else name)
                       for name in COLUMNS}
         self._rows: RowParser | None = RowParser(template, self.options)  # fails early on a bad template

@@ -9,9 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chatparse.engine.api import parse_response
 from chatparse.engine.limits import Limits
-from chatparse.engine.parser import OnMalformed
+from chatparse.engine.parser import OnMalformed, ResponseParser
 from chatparse.errors import ChatparseError, UsageError
 from chatparse.template.compile import CompiledTemplate, load_template
 
@@ -118,11 +117,38 @@ class RowParser:
         except RowError as exc:
             return Outcome(error=error_dict(exc))
         try:
-            message = parse_response(output, self.template, prefix=prefix, tools=row_tools,
-                                     on_malformed=o.on_malformed, limits=o.limits, finish_reason=finish_reason)
+            message = self._parse(output, prefix, row_tools, finish_reason)
         except ChatparseError as exc:
             return Outcome(error=error_dict(exc))
+        except RecursionError:
+            return failed("too_deep", "The output nests too deeply to parse")
         return Outcome(message=message)
+
+    def _parse(self, output: str, prefix: str, tools: Any, finish_reason: str | None) -> dict[str, Any]:
+        """``parse_response``, keeping the parser's reason for each malformed region as its ``error``."""
+        o = self.options
+        parser = ResponseParser(self.template, prefix, tools=tools, on_malformed=o.on_malformed, limits=o.limits)
+        events = [*parser.initial_events, *parser.feed(output)]
+        message, last = parser.finalize(finish_reason=finish_reason)
+        if message.get("malformed"):
+            message["malformed"] = with_errors(message["malformed"], [*events, *last])
+        return message
+
+
+def with_errors(malformed: list[Any], events: list[dict[str, Any]]) -> list[Any]:
+    """The message's ``malformed`` entries, each with the ``error`` its event gave (matched by field, code and
+    raw text, in order)."""
+    reasons: dict[tuple[Any, Any, Any], list[str]] = {}
+    for event in events:
+        items = [event] if event.get("type") == "region_malformed" else event.get("malformed") or ()
+        for item in items:
+            reasons.setdefault((item.get("field"), item.get("code"), item.get("raw")), []).append(str(item.get("error")))
+    out = []
+    for entry in malformed:
+        found = reasons.get((entry.get("field"), entry.get("code"), entry.get("raw"))) if isinstance(entry, dict) \
+            else None
+        out.append({**entry, "error": found.pop(0)} if found else entry)
+    return out
 
 
 def _missing_text(field: str, value: Any) -> Outcome:

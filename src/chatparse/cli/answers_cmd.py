@@ -7,7 +7,11 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import os
+import sys
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +21,16 @@ from chatparse.answers.check import check_answer
 from chatparse.answers.evaluate import BUILTIN, evaluate, format_report, load_dataset
 from chatparse.answers.generators import OpenAIGenerator, Pricing
 from chatparse.answers.prompts import PROMPTS
-from chatparse.cli.io import CliError, json_bytes, open_binary, open_output, read_text_file
+from chatparse.cli.io import (
+    CliError,
+    OutputFile,
+    eprint,
+    json_bytes,
+    open_binary,
+    open_output,
+    read_text_file,
+    refuse_same_file,
+)
 from chatparse.cli.io import report as report_error
 from chatparse.cli.tables import BOM
 from chatparse.errors import ChatparseError
@@ -31,9 +44,14 @@ DEFAULT_PROMPTS = ("P0", "P1", "P2")
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Register ``answers`` and its subcommands; each sets ``func(args) -> int``."""
     parser = subparsers.add_parser("answers", help="validate grounded answers and evaluate prompt versions")
-    commands = parser.add_subparsers(dest="answers_command", metavar="{check,eval}", required=True)
+    commands = parser.add_subparsers(dest="answers_command", metavar="{check,eval}")
     _add_check(commands)
     _add_eval(commands)
+    def usage(_args: argparse.Namespace) -> int:
+        parser.print_help(sys.stderr)
+        return EXIT_BAD_INPUT
+
+    parser.set_defaults(func=usage)
     return parser
 
 
@@ -49,6 +67,7 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     check.add_argument("input", nargs="?", default="-", help="answers JSONL file, or - for stdin (default)")
     check.add_argument("--evidence", type=Path, help="JSON file mapping source_id to the block text sent")
     check.add_argument("-o", "--output", default="-", help="JSONL verdicts file, or - for stdout (default)")
+    check.add_argument("--quiet", "-q", action="store_true", help="no summary line on stderr")
     check.set_defaults(func=run_check)
 
 
@@ -73,6 +92,13 @@ def _add_eval(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "--model", help="call this model through an OpenAI-compatible API instead of replaying"
     )
     evaluate_parser.add_argument("--base-url", help="OpenAI-compatible base URL (with --model)")
+    evaluate_parser.add_argument(
+        "--api-key", help="API key for --model (default: the OPENAI_API_KEY environment variable)"
+    )
+    evaluate_parser.add_argument(
+        "--fail-on-regression", action="store_true",
+        help="exit 1 when a prompt regresses against the one before it (for CI)",
+    )
     evaluate_parser.set_defaults(func=run_eval)
 
 
@@ -80,59 +106,73 @@ def run_check(args: argparse.Namespace) -> int:
     """Exit 0 when every line passed, 1 when any failed (a bad line is a failed line, and checking goes on
     as in ``chatparse parse``), 2 when the input or the evidence file cannot be read at all."""
     try:
+        refuse_same_file(args.output, "-o", args.input, "input")
         default_evidence = _load_evidence(args.evidence) if args.evidence else None
         source = open_binary(args.input)
         try:
             sink = open_output(args.output)
-            failures = _check_lines(source, sink, default_evidence)
-            sink.flush()
-            if args.output != "-":
-                sink.close()
+            try:
+                counts = _check_lines(source, sink, default_evidence)
+                sink.commit()
+            except BaseException:
+                sink.abort()
+                raise
         finally:
             if args.input != "-":
                 source.close()
     except ChatparseError as exc:
         return report_error("answers check", exc)
+    failures = sum(counts.values()) - counts["ok"]
+    if not args.quiet:
+        detail = ", ".join(f"{code} {n:,}" for code, n in counts.most_common() if code != "ok")
+        eprint(f"chatparse answers check: {sum(counts.values()):,} lines: {counts['ok']:,} ok, {failures:,} failed"
+               + (f" ({detail})" if detail else ""))
     return EXIT_FAILURES if failures else EXIT_OK
 
 
-def _check_lines(source: BinaryIO, sink: BinaryIO, default_evidence: Mapping[str, str] | None) -> int:
-    failures = 0
+def _check_lines(source: BinaryIO, sink: OutputFile, default_evidence: Mapping[str, str] | None) -> Counter[str]:
+    """Write a verdict per line; returns the count of lines ok and failed by their first error code."""
+    counts: Counter[str] = Counter()
     for number, raw in enumerate(source, start=1):
         if number == 1:
             raw = raw.removeprefix(BOM)
         if not raw.strip():
             continue
+        record: Any = None
         try:
             record = _parse_line(raw, number)
             evidence = _evidence_for(record, default_evidence, number)
         except _BadInput as exc:
-            failures += 1
-            sink.write(json_bytes(_bad_line(number, exc)))
+            counts[exc.code] += 1
+            sink.write(json_bytes(_bad_line(number, exc, record if record is not None else exc.record)))
             continue
         result = check_answer(record["output"], evidence)
-        failures += not result.ok
+        counts["ok" if result.ok else (result.errors[0].code if result.errors else "failed")] += 1
         verdict = {
-            "id": record.get("id", number),
+            "id": record.get("id"),
+            "line": number,
             "ok": result.ok,
             "status": result.answer.status if result.answer is not None else None,
             "stage": result.stage,
             "errors": [error.to_dict() for error in result.errors],
         }
         sink.write(json_bytes(verdict))
-    return failures
+    return counts
 
 
 class _BadInput(Exception):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
+        self.record: dict[str, Any] | None = None  # the line's object, when it is one
 
 
-def _bad_line(number: int, exc: _BadInput) -> dict[str, Any]:
-    """The verdict of a line that is no answer record: stage 'input', its code, and the line number as id."""
-    return {"id": number, "ok": False, "status": None, "stage": "input",
-            "errors": [{"code": exc.code, "message": str(exc), "path": f"line {number}"}]}
+def _bad_line(number: int, exc: _BadInput, record: Any) -> dict[str, Any]:
+    """The verdict of a line that is no answer record: stage 'input', its code, its own id when it has one
+    (else null) and its line number."""
+    row_id = record.get("id") if isinstance(record, dict) else None
+    return {"id": row_id, "line": number, "ok": False, "status": None, "stage": "input",
+            "errors": [{"code": exc.code, "message": str(exc), "path": "$"}]}
 
 
 def _parse_line(raw: bytes, number: int) -> dict[str, Any]:
@@ -147,9 +187,14 @@ def _parse_line(raw: bytes, number: int) -> dict[str, Any]:
     except RecursionError:
         raise _BadInput("too_deep", f"expected a JSON object per line, found JSON nested too deeply on line "
                         f"{number}") from None
-    if not isinstance(record, dict) or not isinstance(record.get("output"), str):
-        raise _BadInput("bad_line", f"expected an object with a string 'output', found something else on line "
-                        f"{number}")
+    if not isinstance(record, dict):
+        raise _BadInput("bad_line", f"expected a JSON object per line, found a JSON {type(record).__name__} on "
+                        f"line {number}")
+    if not isinstance(record.get("output"), str):
+        bad = _BadInput("bad_line", f"expected an object with a string 'output', found "
+                        f"{'none' if 'output' not in record else type(record['output']).__name__} on line {number}")
+        bad.record = record
+        raise bad
     return record
 
 
@@ -169,6 +214,9 @@ def _load_evidence(path: Path) -> Mapping[str, str]:
     text = read_text_file(str(path), "--evidence")
     try:
         data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"Expected JSON in {path}, found invalid JSON: {exc.msg} at line {exc.lineno}, column "
+                       f"{exc.colno}", code="invalid_json", path=str(path), offset=exc.pos) from None
     except ValueError:
         raise CliError(f"Expected JSON in {path}, found invalid text", code="invalid_json", path=str(path)) from None
     except RecursionError:
@@ -185,30 +233,55 @@ def _is_evidence(data: Any) -> bool:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    """Print the report; exit 0 even with regressions (they are findings, not failures)."""
+    """Print the report. Exit 1 when every attempt failed (nothing was measured: no server, a bad key), or
+    with ``--fail-on-regression`` when a prompt regressed; 0 otherwise (regressions are findings)."""
     prompts = tuple(args.prompts or DEFAULT_PROMPTS)
     try:
         dataset = load_dataset(args.dataset)
         generator_for = None
         if args.model:
+            api_key = args.api_key or os.environ.get("OPENAI_API_KEY")
+            if not api_key:
+                raise CliError("Expected an API key for --model, found none: set OPENAI_API_KEY or pass --api-key "
+                               "(a local server that checks no key takes any value, e.g. --api-key none)",
+                               code="missing_api_key")
             pricing = dataset.settings.pricing if args.model == dataset.settings.model else Pricing()
-            generator = OpenAIGenerator(args.model, base_url=args.base_url, pricing=pricing)
+            generator = OpenAIGenerator(args.model, base_url=args.base_url, api_key=api_key, pricing=pricing)
             generator_for = lambda _prompt: generator  # noqa: E731 - one live model for every prompt
+            eprint(f"chatparse answers eval: LIVE run: calling {args.model}"
+                   f"{' at ' + args.base_url if args.base_url else ''} for {len(prompts)} prompt(s) x "
+                   f"{len(dataset.questions)} questions")
         with _open_log(args.log) as log:
             report = evaluate(dataset, prompts, generator_for=generator_for, log=log)
     except ChatparseError as exc:
         return report_error("answers eval", exc)
     print(format_report(report))
+    sys.stdout.flush()
+    if report.all_failed:
+        eprint("chatparse answers eval: error [all_attempts_failed]: every attempt failed to get an output (see "
+               "the 'failure' of each attempt in --log); nothing was measured")
+        return EXIT_FAILURES
+    if args.fail_on_regression and report.regressions:
+        eprint(f"chatparse answers eval: {len(report.regressions)} regression(s) (--fail-on-regression)")
+        return EXIT_FAILURES
     return EXIT_OK
 
 
 @contextmanager
 def _open_log(path: Path | None) -> Iterator[TextIO | None]:
+    """The run log, put in place only when the run ends (an error or Ctrl-C leaves an old log as it was)."""
     if path is None:
         yield None
         return
-    with path.open("w", encoding="utf-8") as handle:
-        yield handle
+    output = OutputFile(str(path))  # a missing directory or a read-only one fails here, before the run
+    buffer = io.StringIO()
+    try:
+        yield buffer
+        output.write(buffer.getvalue().encode("utf-8"))
+        output.commit()
+    except BaseException:
+        output.abort()
+        raise
 
 
 __all__ = ["add_parser", "run_check", "run_eval"]

@@ -4,9 +4,12 @@ tracebacks, resolving ``--template`` (name, file, model directory or model id) a
 from __future__ import annotations
 
 import difflib
+import errno
 import json
 import os
+import stat
 import sys
+import tempfile
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
@@ -16,11 +19,15 @@ from chatparse.template.compile import CompiledTemplate, load_template
 EXIT_OK = 0
 EXIT_FAILED = 1  # some inputs failed (rows, lines, checks); the rest was processed
 EXIT_USAGE = 2  # usage or setup error: bad options, unreadable input, unknown or invalid template
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT): an existing output file is left as it was
+EXIT_TERMINATED = 143  # SIGTERM, the same way
 
 EXIT_CODES_HELP = """exit codes:
   0  every input was processed without error
   1  some inputs failed (each is reported with its code and location; the rest was processed)
-  2  usage or setup error (bad option, missing or unreadable file, unknown or invalid template)"""
+  2  usage or setup error (bad option, missing or unreadable file, unknown or invalid template,
+     a failed write: disk full, read-only or missing directory)
+  130 interrupted (Ctrl-C), 143 terminated (SIGTERM): an existing output file is left unchanged"""
 
 _NOT_FOUND = ("template_not_found", "unknown_template")
 
@@ -38,7 +45,8 @@ def eprint(*parts: Any, end: str = "\n") -> None:
 def report(command: str, exc: ChatparseError) -> int:
     """One line on stderr, ``chatparse CMD: error [code] (location): message``; returns exit code 2."""
     where = ", ".join(f"{k}={v}" for k, v in exc.location.items())
-    eprint(f"chatparse {command}: error [{exc.code}]{' (' + where + ')' if where else ''}: {safe_text(str(exc))}")
+    message = " ".join(safe_text(str(exc)).split())  # one line, whatever a library's message holds
+    eprint(f"chatparse {command}: error [{exc.code}]{' (' + where + ')' if where else ''}: {message}")
     return EXIT_USAGE
 
 
@@ -53,6 +61,9 @@ def safe_text(text: str) -> str:
 def open_binary(path: str) -> BinaryIO:
     """An input file (``-``: stdin) opened for bytes; a missing file or a directory is a ``CliError``."""
     if path == "-":
+        if sys.stdin is None:
+            raise CliError("Expected input on stdin, found stdin closed; pass an input file", code="no_stdin",
+                           path="-")
         return sys.stdin.buffer
     try:
         return open(path, "rb")
@@ -82,13 +93,135 @@ def text_arg(value: str, what: str) -> str:
     return read_text_file(value[1:], what) if value.startswith("@") else value
 
 
-def open_output(path: str) -> BinaryIO:
-    if path == "-":
-        return sys.stdout.buffer
+def same_file(first: str, second: str) -> bool:
+    """Whether two paths name one file (the same path, a symlink or a hard link to it); ``-`` never does."""
+    if first == "-" or second == "-":
+        return False
     try:
-        return open(path, "wb")
-    except OSError as exc:
-        raise CliError(f"Cannot write {path!r}: {exc.strerror}", code="unwritable_output", path=path) from None
+        return os.path.samefile(first, second)
+    except OSError:
+        return False
+
+
+def refuse_same_file(output: str, output_option: str, input_path: str, input_option: str) -> None:
+    """Writing over a file this run reads would destroy it: a setup error, before anything is opened."""
+    if same_file(output, input_path):
+        raise CliError(f"Expected {output_option} to name a new file, found {output!r}, which is the {input_option} "
+                       f"{input_path!r} (the same file, a link or a symlink to it); writing it would destroy the "
+                       "input. Name another output file", code="output_is_input", path=output)
+
+
+class OutputFile:
+    """An output opened for bytes. A regular file is written to a temporary file beside it and renamed into
+    place by ``commit()``; ``abort()`` (an error, Ctrl-C) removes that file, so an existing output is never
+    left half written. stdout and devices (``/dev/null``) are written in place."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.temp: str | None = None
+        self.final = path
+        if path == "-":
+            if sys.stdout is None:
+                raise CliError("Expected to write to stdout, found stdout closed; name an output file with -o",
+                               code="no_stdout", path="-")
+            self.handle: BinaryIO = sys.stdout.buffer
+            return
+        try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:
+            mode = None
+        except OSError as exc:
+            raise write_error(path, exc) from None
+        if mode is not None and not stat.S_ISREG(mode):
+            if stat.S_ISDIR(mode):
+                raise CliError(f"Expected an output file, found the directory {path!r}; name a file inside it",
+                               code="is_a_directory", path=path)
+            self.handle = self._open_in_place(path)  # a device or a pipe: nothing to rename over
+            return
+        self.final = os.path.realpath(path)  # a symlink keeps pointing at the file it names
+        directory = os.path.dirname(self.final)
+        if not os.path.isdir(directory):
+            raise CliError(f"Cannot write {path!r}: the directory {directory!r} does not exist; create it first",
+                           code="unwritable_output", path=path)
+        try:
+            fd, self.temp = tempfile.mkstemp(prefix=f".{os.path.basename(self.final)}.", suffix=".part",
+                                             dir=directory)
+        except OSError as exc:
+            raise write_error(path, exc) from None
+        os.fchmod(fd, stat.S_IMODE(mode) if mode is not None else 0o666 & ~_umask())
+        self.handle = os.fdopen(fd, "wb")
+
+    @staticmethod
+    def _open_in_place(path: str) -> BinaryIO:
+        try:
+            return open(path, "wb")
+        except OSError as exc:
+            raise write_error(path, exc) from None
+
+    def write(self, data: bytes) -> None:
+        try:
+            self.handle.write(data)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise write_error(self.path, exc, in_place=self.temp is None) from None
+
+    def commit(self) -> None:
+        """Flush, close and rename the temporary file over the final name."""
+        try:
+            self.handle.flush()
+            if self.path == "-":
+                return
+            if self.temp is not None:
+                os.fsync(self.handle.fileno())
+            self.handle.close()
+            if self.temp is not None:
+                os.replace(self.temp, self.final)
+                self.temp = None
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            in_place = self.temp is None
+            self.abort()
+            raise write_error(self.path, exc, in_place=in_place) from None
+
+    def abort(self) -> None:
+        """Drop what was written: the temporary file goes, the final name keeps what it held."""
+        if self.path == "-":
+            return
+        try:
+            self.handle.close()
+        except OSError:
+            pass  # e.g. the disk is full: the buffered bytes cannot be written, and are not wanted
+        if self.temp is not None:
+            try:
+                os.unlink(self.temp)
+            except OSError:
+                pass
+            self.temp = None
+
+
+def open_output(path: str) -> OutputFile:
+    return OutputFile(path)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_WRITE_CODES = {errno.ENOSPC: "disk_full", errno.EDQUOT: "disk_full", errno.EROFS: "read_only_output",
+                errno.EACCES: "unwritable_output", errno.EPERM: "unwritable_output"}
+
+
+def write_error(path: str, exc: OSError, *, in_place: bool = False) -> CliError:
+    """A failed write as one named error: the path, the system's reason, and that nothing was replaced."""
+    where = "stdout" if path == "-" else repr(path)
+    kept = "" if path == "-" or in_place else "; an existing file of that name is left unchanged"
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return CliError(f"Cannot write {where}: {reason}{kept}", code=_WRITE_CODES.get(exc.errno or 0, "write_failed"),
+                    path=path)
 
 
 # --- templates -----------------------------------------------------------------------------------------------
@@ -97,7 +230,12 @@ def open_output(path: str) -> BinaryIO:
 def resolve_template(value: str) -> tuple[Any, CompiledTemplate]:
     """``--template``: a built-in name (any case), a template file, a model directory or a Hugging Face model
     id (detected). Returns what workers can load again and the compiled template; ``CliError`` or the
-    template's own ``TemplateError`` otherwise."""
+    template's own ``TemplateError`` otherwise. A value written as a path (``./``, ``../``, ``/``, ``~``,
+    ``.json``, ``.jinja``) that names nothing is ``file_not_found``, never a model id."""
+    if looks_like_path(value) and not Path(value).expanduser().exists():
+        raise CliError(f"Expected a template file or a model directory at {value!r}, found no such file or "
+                       "directory. Check the path, or name a built-in template (`chatparse templates list`)",
+                       code="file_not_found", path=value)
     try:
         return value, load_template(value)
     except ChatparseError as exc:
@@ -109,6 +247,12 @@ def resolve_template(value: str) -> tuple[Any, CompiledTemplate]:
     if name is None:
         raise _unknown_template(value)
     return name, load_template(name)
+
+
+def looks_like_path(value: str) -> bool:
+    """Written as a path rather than a name or a model id (``org/model``)."""
+    return value.startswith(("./", "../", "/", "~", ".\\")) or value in (".", "..") or \
+        value.lower().endswith((".json", ".jinja", ".j2"))
 
 
 def _builtin_name(value: str) -> str | None:

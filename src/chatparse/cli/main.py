@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from chatparse.cli.io import EXIT_CODES_HELP, EXIT_USAGE, eprint, safe_text
+from chatparse.cli.io import EXIT_CODES_HELP, EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, eprint, safe_text
 
 SUBCOMMANDS = ("parse_cmd", "stream_cmd", "detect_cmd", "demo_cmd", "templates_cmd", "answers_cmd", "bench_cmd")
 DEBUG_ENV = "CHATPARSE_DEBUG"
@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     from chatparse import __version__
 
-    parser.add_argument("--version", action="version", version=f"chatparse {__version__}")
+    parser.add_argument("--version", "-V", action="version", version=f"chatparse {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in SUBCOMMANDS:
         try:
@@ -64,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
     except BrokenPipeError:  # e.g. `chatparse parse ... | head`
         _silence_stdout()
         return 0
@@ -76,6 +76,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         eprint(f"chatparse {args.command}: error [internal_error]: unexpected {type(exc).__name__}: "
                f"{safe_text(str(exc))[:300]} (a bug: please report it; {DEBUG_ENV}=1 shows the traceback)")
         return EXIT_USAGE
+    if code in (EXIT_INTERRUPTED, EXIT_TERMINATED) and argv is None:
+        _exit_now(code)
+    return code
+
+
+def _exit_now(code: int) -> None:
+    """An interrupted run (its outputs already dropped) ends here and now: no wait at exit for the threads
+    of a process pool whose workers were stopped."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def _silence_stdout() -> None:

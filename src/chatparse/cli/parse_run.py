@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sys
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ class RunConfig:
     message_field: str = MESSAGE_COLUMN
     table_output: bool = False
     split_errors: bool = False
+    column_prefix: str = ""
 
 
 @dataclass
@@ -43,6 +45,19 @@ class ChunkResult:
     codes: Counter[str] = field(default_factory=Counter)
     good: Any = None
     bad: Any = None
+    with_calls: int = 0  # parsed rows with at least one tool call
+    with_malformed: int = 0  # parsed rows with at least one malformed region
+    malformed: Counter[str] = field(default_factory=Counter)  # rows with a malformed region, by its code
+
+    def count_message(self, message: dict[str, Any]) -> None:
+        self.count(bool(message.get("tool_calls")), [item.get("code") for item in message.get("malformed") or ()
+                                                     if isinstance(item, dict)])
+
+    def count(self, calls: bool, malformed_codes: list[Any]) -> None:
+        self.with_calls += calls
+        if malformed_codes:
+            self.with_malformed += 1
+            self.malformed.update({str(code): 1 for code in malformed_codes})
 
 
 @dataclass
@@ -71,9 +86,10 @@ class Worker:
         self.config = config
         self.batch = BatchParser(config.template, output_column=config.options.output_field,
                                  prefix_column=config.options.prefix_field, tools_column=config.options.tools_field,
+                                 finish_reason_column=config.options.finish_reason_field,
                                  prefix=config.options.prefix, tools=config.options.tools,
                                  on_malformed=config.options.on_malformed, message_column=config.message_field,
-                                 limits=config.options.limits)
+                                 column_prefix=config.column_prefix, limits=config.options.limits)
         added = [*self.batch.names.values(), LINE_KEY] if config.table_output else \
             [config.message_field, ERROR_KEY, LINE_KEY]
         self.added = frozenset(added)
@@ -95,11 +111,14 @@ class Worker:
             if outcome is None and record is not None:
                 outcome = self.parse(record)
                 if outcome.error and outcome.error["code"] == "key_collision":
-                    record = None  # its keys would overwrite the ones chatparse adds
+                    # its colliding keys would overwrite the ones chatparse adds; the others identify the row
+                    record = {key: value for key, value in record.items() if key not in self.added}
             assert outcome is not None
             result.rows += 1
             if not outcome.ok:
                 result.codes[outcome.error["code"] if outcome.error else "error"] += 1
+            elif outcome.message is not None:
+                result.count_message(outcome.message)
             part = int(self.config.split_errors and not outcome.ok)  # 1: bound for the errors file
             if self.config.table_output:
                 pending[part].add(number, record, outcome)
@@ -116,7 +135,7 @@ class Worker:
             return None, failed("invalid_utf8", f"Expected UTF-8 text, found bytes that are not UTF-8 at byte "
                                 f"{exc.start} of the line ({exc.reason})", offset=exc.start)
         try:
-            data = json.loads(text)
+            data = json.loads(text.rstrip("\r\n"))
         except json.JSONDecodeError as exc:
             return None, failed("invalid_json", f"Expected a JSON object, found invalid JSON: {exc.msg} at column "
                                 f"{exc.colno}", offset=exc.pos)
@@ -165,6 +184,11 @@ class Worker:
         codes = typed.column(self.batch.names["error_code"])
         result = ChunkResult(consumed=consumed, rows=typed.num_rows,
                              codes=Counter(code for code in codes.to_pylist() if code is not None))
+        calls = pc.fill_null(pc.list_value_length(typed.column(self.batch.names["tool_calls"])), 0)
+        result.with_calls = pc.sum(pc.greater(calls, 0)).as_py() or 0
+        for items in typed.column(self.batch.names["malformed"]).to_pylist():
+            if items:
+                result.count(False, [item["code"] for item in items])
         good, bad = typed, None
         if self.config.split_errors:
             failed_rows = pc.is_valid(codes)
@@ -239,7 +263,21 @@ _WORKER: Worker | None = None
 def _init_worker(config: RunConfig) -> None:
     global _WORKER
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle, quietly
+    _die_with_parent()
     _WORKER = Worker(config)
+
+
+def _die_with_parent() -> None:
+    """On Linux, a worker gets SIGTERM when the main process dies, however it dies (even SIGKILL)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _run_in_worker(job: LinesJob | BatchJob) -> ChunkResult:
@@ -259,17 +297,32 @@ def run_jobs(config: RunConfig, jobs: Iterable[LinesJob | BatchJob], workers: in
     from concurrent.futures.process import BrokenProcessPool
 
     context = multiprocessing.get_context("spawn")  # no fork of a process with a progress thread
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker, initargs=(config,)) as pool:
-        pending: deque[Future[ChunkResult]] = deque()
-        try:
-            for job in jobs:
-                pending.append(pool.submit(_run_in_worker, job))
-                if len(pending) >= 2 * workers:
-                    yield pending.popleft().result()
-            while pending:
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker, initargs=(config,))
+    pending: deque[Future[ChunkResult]] = deque()
+    done = False
+    try:
+        for job in jobs:
+            pending.append(pool.submit(_run_in_worker, job))
+            if len(pending) >= 2 * workers:
                 yield pending.popleft().result()
-        except BrokenProcessPool:
-            raise CliError("A worker process died (out of memory?); the rows before it are written. Run with "
-                           "fewer workers (-j)", code="worker_died") from None
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)
+        while pending:
+            yield pending.popleft().result()
+        done = True
+    except BrokenProcessPool:
+        raise CliError("A worker process died (killed, or out of memory?); nothing was written under the output's "
+                       "name. Run again, with fewer workers (-j)", code="worker_died") from None
+    finally:
+        if done:
+            pool.shutdown(wait=True)
+        else:  # an error, Ctrl-C or SIGTERM: the workers end now, not after their jobs
+            _stop(pool)
+
+
+def _stop(pool: Any) -> None:
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.join(timeout=5)

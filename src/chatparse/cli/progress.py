@@ -1,5 +1,6 @@
 """Progress of a long run on stderr: a live bar with rate and ETA on a terminal (rich), nothing while it runs
-elsewhere; in both cases one summary line at the end that counts failed rows apart from parsed ones."""
+elsewhere; in both cases one summary line at the end that counts failed rows apart from parsed ones, and
+among the parsed ones those with tool calls and those with malformed regions (by code)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ class Progress:
         self.quiet = quiet
         self.rows = 0
         self.codes: Counter[str] = Counter()
+        self.with_calls = 0
+        self.with_malformed = 0
+        self.malformed: Counter[str] = Counter()
         self.started = time.monotonic()
         self._bar: Any = None
         self._task: Any = None
@@ -60,6 +64,13 @@ class Progress:
             self._bar.update(self._task, advance=consumed, rate=self.rows / max(self.elapsed, 1e-9),
                              failed=self.failed)
 
+    def add(self, result: Any) -> None:
+        """A ``ChunkResult``: its rows, failures, and rows with calls or malformed regions."""
+        self.with_calls += result.with_calls
+        self.with_malformed += result.with_malformed
+        self.malformed.update(result.malformed)
+        self.advance(result.consumed, result.rows, result.codes)
+
     @property
     def elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -75,7 +86,10 @@ class Progress:
                 f"({self.rows / max(seconds, 1e-9):,.0f} rows/s{detail}): "
                 f"{self.rows - self.failed:,} ok, {self.failed:,} failed")
         if self.codes:
-            line += " (" + ", ".join(f"{code} {n:,}" for code, n in self.codes.most_common()) + ")"
+            line += f" ({_by_code(self.codes)})"
+        line += f"; {self.with_calls:,} with tool calls, {self.with_malformed:,} with malformed output"
+        if self.malformed:
+            line += f" ({_by_code(self.malformed)})"
         return line
 
     def finish(self, detail: str = "") -> None:
@@ -83,3 +97,7 @@ class Progress:
         self.stop()
         if not self.quiet:
             eprint(f"chatparse {self.command}: {self.summary(detail)}")
+
+
+def _by_code(codes: Counter[str]) -> str:
+    return ", ".join(f"{code} {n:,}" for code, n in codes.most_common())

@@ -34,7 +34,13 @@ def ray_tables(path: str, address: str | None, parser: BatchParser, *, cpus: int
                                     "include_dashboard": False}
         if address is None:
             settings["num_cpus"] = cpus
-        ray.init(address=address, **settings)
+        try:
+            ray.init(address=address, **settings)
+        except Exception as exc:  # ConnectionError, RuntimeError: Ray's own words say which
+            raise CliError(f"Expected a Ray cluster at {address!r}, found none it could connect to "
+                           f"({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}); start "
+                           "one (ray start --head), or leave out --ray-address to start a local instance",
+                           code="ray_unavailable", key=address or "") from None
     context = ray.data.DataContext.get_current()
     context.execution_options.preserve_order = True  # the output's order is the input's
     context.enable_progress_bars = False

@@ -10,13 +10,16 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from chatparse.batch.arrow import require
-from chatparse.cli.io import CliError, open_binary, open_output
+from chatparse.cli.io import CliError, OutputFile, open_binary, write_error
 
 FORMATS = ("jsonl", "parquet", "arrow")
 _SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".arrow": "arrow", ".feather": "arrow", ".ipc": "arrow",
              ".arrows": "arrow"}
+_JSONL_SUFFIXES = ("", ".jsonl", ".ndjson", ".json", ".jsonlines", ".txt", ".out")
 _NAMES = {"parquet": "a Parquet file", "arrow": "an Arrow IPC file or stream"}
 BOM = b"\xef\xbb\xbf"
+GZIP = b"\x1f\x8b"
+ZSTD = b"\x28\xb5\x2f\xfd"
 SNIFF = 4096
 LINES_PER_JOB = 256
 ROWS_PER_JOB = 1024
@@ -60,6 +63,20 @@ def format_for(path: str, given: str | None, default: str = "jsonl") -> str:
     return default if path == "-" else _SUFFIXES.get(Path(path).suffix.lower(), default)
 
 
+def output_format(path: str, given: str | None, option: str) -> str:
+    """The format of an output file: the option's, else its suffix's. A suffix chatparse does not write
+    (``.csv``, ``.gz``) is refused, so the file never holds something other than its name says."""
+    if given or path == "-":
+        return format_for(path, given)
+    suffix = Path(path).suffix.lower()
+    if suffix in _SUFFIXES or suffix in _JSONL_SUFFIXES or Path(path).name.startswith("/dev/") or \
+            path.startswith("/dev/"):
+        return format_for(path, None)
+    raise CliError(f"Expected {option} to end in .jsonl, .parquet or .arrow, found {path!r}; chatparse does not "
+                   f"write {suffix} files. Name the file with one of those suffixes, or say the format with "
+                   f"--{'output' if option == '-o' else 'errors'}-format", code="bad_format", path=path)
+
+
 def pyarrow_module() -> Any:
     require("pyarrow.parquet", "Parquet and Arrow files", "batch")
     return require("pyarrow", "Parquet and Arrow files", "batch")
@@ -70,9 +87,16 @@ def open_source(path: str, given: str | None) -> Source:
     if not hasattr(handle, "peek"):
         handle = io.BufferedReader(handle)  # type: ignore[arg-type,type-var]  # to peek
     head = handle.peek(SNIFF)[:SNIFF]
+    if head.startswith(GZIP):
+        return _gzip_source(path, handle, given)
+    if head.startswith(ZSTD):
+        handle.close()
+        raise CliError(f"Expected JSONL, Parquet or Arrow input, found zstd-compressed data in {path!r}; "
+                       f"decompress it on the way in: zstdcat {path} | chatparse parse ...", code="compressed_input",
+                       path=path)
     kind = given or _sniff(head) or format_for(path, None)
     if kind == "jsonl":
-        if b"\0" in head.removeprefix(BOM)[:SNIFF]:
+        if given is None and b"\0" in head.removeprefix(BOM)[:SNIFF]:
             handle.close()
             raise CliError(f"Expected JSONL, Parquet or Arrow input, found binary data in {path!r} (a NUL byte in "
                            "its first bytes); name the format with --input-format if it is one of these",
@@ -80,6 +104,29 @@ def open_source(path: str, given: str | None) -> Source:
         total = _count_lines(path) if path != "-" else None
         return Source("jsonl", _line_jobs(handle), total, _handles=[] if path == "-" else [handle])
     return _table_source(path, handle, kind)
+
+
+def _gzip_source(path: str, handle: BinaryIO, given: str | None) -> Source:
+    """gzip input (``rollouts.jsonl.gz``): read through ``gzip``; JSONL is streamed, a table is read whole."""
+    import gzip
+
+    inner: Any = gzip.GzipFile(fileobj=handle, mode="rb")
+    reader = io.BufferedReader(inner)
+    owned: list[BinaryIO] = [reader] if path == "-" else [reader, handle]
+    try:
+        head = reader.peek(SNIFF)[:SNIFF]
+    except (OSError, EOFError) as exc:
+        for opened in owned:
+            opened.close()
+        raise CliError(f"Expected gzip data in {path!r}, found data gzip cannot read: {exc}",
+                       code="unreadable_input", path=path) from None
+    kind = given or _sniff(head) or "jsonl"
+    if kind == "jsonl":
+        return Source("jsonl", _line_jobs(reader), None, _handles=owned)
+    data = io.BytesIO(reader.read())
+    for opened in owned:
+        opened.close()
+    return _table_source("-", data, kind, name=path)  # type: ignore[arg-type]
 
 
 def _sniff(head: bytes) -> str | None:
@@ -107,7 +154,7 @@ def _count_lines(path: str) -> int | None:
 
 def _line_jobs(handle: BinaryIO) -> Iterator[LinesJob]:
     start, lines = 1, []
-    for number, line in enumerate(handle, 1):
+    for number, line in enumerate(_read_lines(handle), 1):
         if number == 1:
             line = line.removeprefix(BOM)
         lines.append(line)
@@ -118,10 +165,27 @@ def _line_jobs(handle: BinaryIO) -> Iterator[LinesJob]:
         yield LinesJob(start, lines)
 
 
-def _table_source(path: str, handle: BinaryIO, kind: str) -> Source:
+def _read_lines(handle: BinaryIO) -> Iterator[bytes]:
+    """The lines of a (possibly compressed) input; data that cannot be read midway is a ``CliError``."""
+    iterator = iter(handle)
+    number = 0
+    while True:
+        try:
+            line = next(iterator)
+        except StopIteration:
+            return
+        except (OSError, EOFError) as exc:
+            raise CliError(f"Expected readable input after line {number}, found data that cannot be read: {exc}",
+                           code="unreadable_input", offset=number) from None
+        number += 1
+        yield line
+
+
+def _table_source(path: str, handle: BinaryIO, kind: str, name: str | None = None) -> Source:
     pa = pyarrow_module()
     source: Any = handle if path != "-" else io.BytesIO(handle.read())  # Parquet needs to seek
     owned = [] if path == "-" else [handle]
+    label = name or path
     try:
         if kind == "parquet":
             parquet = pa.parquet.ParquetFile(source)
@@ -132,8 +196,8 @@ def _table_source(path: str, handle: BinaryIO, kind: str) -> Source:
     except (pa.ArrowException, OSError) as exc:
         for opened in owned:
             opened.close()
-        raise CliError(f"Expected {_NAMES[kind]} in {path!r}, found data pyarrow cannot read: {exc}",
-                       code="unreadable_input", path=path) from None
+        raise CliError(f"Expected {_NAMES[kind]} in {label!r}, found data pyarrow cannot read: {exc}",
+                       code="unreadable_input", path=label) from None
     raise CliError(f"Unknown input format {kind!r}; expected one of {', '.join(FORMATS)}", code="bad_format")
 
 
@@ -178,7 +242,7 @@ class JsonlSink:
     format = "jsonl"
 
     def __init__(self, path: str, *, pretty: bool = False) -> None:
-        self.handle = open_output(path)
+        self.output = OutputFile(path)
         self.path = path
         self.pretty = pretty
         self.rows = 0
@@ -192,12 +256,14 @@ class JsonlSink:
             for line in data:
                 console.print_json(line.decode("utf-8"))
             return
-        self.handle.write(b"".join(data))
+        self.output.write(b"".join(data))
 
     def close(self) -> None:
-        self.handle.flush()
-        if self.path != "-":
-            self.handle.close()
+        """Finish the file: renamed into place (a file) or flushed (stdout)."""
+        self.output.commit()
+
+    def abort(self) -> None:
+        self.output.abort()
 
 
 class TableSink:
@@ -207,7 +273,7 @@ class TableSink:
         self.pa = pyarrow_module()
         self.format = kind
         self.path = path
-        self.handle = open_output(path)
+        self.output = OutputFile(path)
         self.writer: Any = None
         self.rows = 0
 
@@ -216,20 +282,43 @@ class TableSink:
         if self.writer is None:
             self.open(batch.schema)
         self.rows += batch.num_rows
-        self.writer.write(batch)
+        self._writing(self.writer.write, batch)
 
     def open(self, schema: Any) -> None:
         if self.format == "parquet":
-            self.writer = self.pa.parquet.ParquetWriter(self.handle, schema)
+            self.writer = self._writing(self.pa.parquet.ParquetWriter, self.output.handle, schema)
         else:
-            self.writer = self.pa.ipc.new_file(self.handle, schema)
+            self.writer = self._writing(self.pa.ipc.new_file, self.output.handle, schema)
+
+    def _writing(self, action: Any, *args: Any) -> Any:
+        """A pyarrow write; a failed one (disk full) is a named error, the temporary file is dropped."""
+        try:
+            return action(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise write_error(self.path, exc, in_place=self.output.temp is None) from None
+        except self.pa.ArrowException as exc:
+            raise write_error(self.path, OSError(str(exc)), in_place=self.output.temp is None) from None
 
     def close(self) -> None:
+        """Finish the file: the table's footer written, then renamed into place (a file) or flushed."""
         if self.writer is not None:
-            self.writer.close()
-        self.handle.flush()
-        if self.path != "-":
-            self.handle.close()
+            self._writing(self.writer.close)
+            self.writer = None
+        self.output.commit()
+
+    def abort(self) -> None:
+        """Drop the table: its writer is closed quietly (it would write to a closed file at exit)."""
+        writer, self.writer = self.writer, None
+        if writer is not None:
+            try:
+                writer.close()
+            except Exception:  # the disk is full, or the file is already gone: it is dropped anyway
+                pass
+            if hasattr(writer, "is_open"):
+                writer.is_open = False
+        self.output.abort()
 
 
 def open_sink(path: str, kind: str, *, pretty: bool = False) -> JsonlSink | TableSink:

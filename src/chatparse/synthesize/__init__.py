@@ -4,7 +4,7 @@ chatparse's real-output extensions, and prove it by a round trip over generated 
 
 ``synthesize_template(chat_template, **template_kwargs)`` returns a ``SynthesizedTemplate``: the template
 itself (a dict, usable wherever a template goes) carrying what was inferred, the evidence and the report.
-Needs jinja2 and transformers (``pip install 'chatparse[transformers]'``), imported on first use.
+Needs jinja2 and transformers (the ``transformers`` extra: ``pip install '.[transformers]'`` in a checkout), imported on first use.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from typing import Any
 
 from chatparse.synthesize.errors import MissingDependencyError, RenderError
 
-INSTALL_HINT = "pip install 'chatparse[transformers]'"
+INSTALL_HINT = "from a chatparse checkout: pip install '.[transformers]' (chatparse is not on PyPI)"
 MAX_TEMPLATE_CHARS = 1 << 20
 COMPILE = "compile"  # the probe name of compiling the template (the child's first job)
 

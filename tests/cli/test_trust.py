@@ -240,7 +240,7 @@ def test_malformed_calls_carry_the_parsers_reason_and_are_counted(folder: Path) 
     rows = [json.loads(line) for line in (folder / "out.jsonl").read_text(encoding="utf-8").splitlines()]
     cut, bad = rows[2]["message"]["malformed"][0], rows[3]["message"]["malformed"][0]
     assert cut["code"] == "truncated" and "ends inside" in cut["error"]
-    assert bad["code"] == "content_parse_failed" and "must be a JSON object, found str" in bad["error"]
+    assert bad["code"] == "content_parse_failed" and "must be a JSON object, found a string" in bad["error"]
     expect(chatparse("parse", "-t", "qwen3", *FIELDS, "rollouts.jsonl", "-o", "out.parquet", cwd=folder), 0)
     malformed = pq.read_table(folder / "out.parquet").column("malformed").to_pylist()
     assert [m[0]["error"] for m in malformed[2:4]] == [cut["error"], bad["error"]]
@@ -405,7 +405,7 @@ def test_stream_recovers_by_default_reads_stdin_and_says_why(folder: Path) -> No
     result = chatparse("stream", "-t", "qwen3", "--prefix", PROMPT, "--text", "@-", cwd=folder, input=text)
     expect(result, 0)
     message = json.loads(result.stdout.decode().splitlines()[-1])["message"]
-    assert message["malformed"][0]["error"] == "json-calls: call 0 arguments must be a JSON object, found str"
+    assert message["malformed"][0]["error"].startswith("json-calls: call 0 arguments must be a JSON object, found a string")
     expect(chatparse("stream", "-t", "qwen3", "--prefix", PROMPT, "--text", "@-", "--on-malformed", "raise",
                      cwd=folder, input=text), 1, "content_parse_failed")
 

@@ -94,9 +94,10 @@ def parse_json(text: str, args: Args) -> Any:
     for index, value in enumerate(lifted):
         working = working.replace(f"{_LIFT_OPEN}{index}{_LIFT_CLOSE}", json.dumps(value))
     try:
-        # strict=False: a raw control character (a literal newline or tab) inside a string is kept, the
-        # one near-JSON repair of this reader (transformers' json.loads rejects it; see docs/tools.md).
-        return json.loads(working, strict=False)
+        # ``raw_control_chars`` (a chatparse knob the built-ins set): a raw control character (a literal
+        # newline or tab) inside a string is kept, the one near-JSON repair of this reader. Without it the
+        # reader is transformers' json.loads, which rejects it (see docs/tools.md).
+        return json.loads(working, strict=not args.get("raw_control_chars", False))
     except json.JSONDecodeError as exc:
         if args.get("allow_non_json"):
             return _strip(text, args)
@@ -211,8 +212,8 @@ def _check_strip_only(args: Args) -> None:
 
 
 def _check_json(args: Args) -> None:
-    _check_keys(args, {"unquoted_keys", "string_delims", "allow_non_json", "strip"})
-    for key in ("unquoted_keys", "allow_non_json", "strip"):
+    _check_keys(args, {"unquoted_keys", "string_delims", "allow_non_json", "strip", "raw_control_chars"})
+    for key in ("unquoted_keys", "allow_non_json", "strip", "raw_control_chars"):
         _check_bool(args, key)
     delims = args.get("string_delims", [])
     if not isinstance(delims, list) or not all(

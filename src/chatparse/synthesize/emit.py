@@ -159,7 +159,8 @@ def _name_json(calls: CallFormat, lexer: Lexer) -> dict[str, Any]:
     opener = head + _name_group(calls.name_after) + calls.name_after
     field: dict[str, Any] = {"open_pattern": opener}
     field.update(_end_or_value(calls.item_close, lexer, ext))
-    return {**field, "repeats": True, "content": "json", "transform": NAMED_TRANSFORM, "chatparse": ext}
+    return {**field, "repeats": True, "content": "json",
+            "content_args": {"raw_control_chars": True}, "transform": NAMED_TRANSFORM, "chatparse": ext}
 
 
 def _xml_params(calls: CallFormat, lexer: Lexer) -> dict[str, Any]:
@@ -182,7 +183,14 @@ def _xml_params(calls: CallFormat, lexer: Lexer) -> dict[str, Any]:
     # With layout newlines the template writes "\n" + close: a value cut right after close text of its own
     # (without that newline) is still open.
     span_close = ("\n" if xml["strip_newlines"] else "") + xml["value_close"]
-    ext: dict[str, Any] = {"structure": {"spans": [[xml["param_prefix"], span_close]]}, "truncation": True}
+    # A value's close counts only where the call's structure goes on after it (the next parameter, the
+    # call's close, the end of the text): close text inside a value is data (docs/templates.md).
+    call_close = calls.item_close.strip()
+    call_close = call_close[: call_close.index(">") + 1] if ">" in call_close else call_close
+    follow = r"\s{0,256}(?:" + "|".join([escape(xml["param_prefix"]), escape(call_close), r"\Z"]) + ")"
+    ext: dict[str, Any] = {"structure": {"spans": [[xml["param_prefix"], span_close, follow]]}, "truncation": True}
+    if xml["strip_newlines"]:  # the layout of the formats whose models drop a value's close (Qwen3-Coder)
+        ext["span_fallback"] = True
     if xml.get("python_values"):
         ext["python_literals"] = True
     if not calls.item_close.strip():

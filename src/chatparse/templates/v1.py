@@ -63,6 +63,11 @@ def _field_to_v1(name: str, field_name: str, spec: dict[str, Any], losses: list[
             "chatparse (chatparse.integrations.transformers.parse_response).", field=field_name,
             key=f"{EXTENSION_KEY}.ends_with_value")
     parser = spec.get("content", "text")
+    if parser == "json" and spec.get("content_args", {}).pop("raw_control_chars", False):
+        losses.append(f"{where}: a raw control character (a literal newline or tab) inside a JSON string fails the "
+                      "parse (transformers' json.loads is strict); the built-in keeps it as written")
+        if not spec["content_args"]:
+            del spec["content_args"]
     if parser == "json-calls":
         _json_calls_to_v1(name, field_name, spec, losses)
     elif parser == "xml-params":
@@ -114,6 +119,8 @@ def _json_calls_to_v1(name: str, field_name: str, spec: dict[str, Any], losses: 
             field=field_name, key="content_args")
     spec["content"] = "json"
     spec.pop("content_args", None)
+    losses.append(f"field '{field_name}': a raw control character inside a JSON string, or arguments written as a "
+                  "string holding the JSON object, fail the parse in v1; the built-in repairs both (docs/tools.md)")
     spec.pop("transform_each", None)
     spec["transform"] = copy.deepcopy(_V1_CALL_TRANSFORM)
     other = [k for k in arguments_keys if k != "arguments"]

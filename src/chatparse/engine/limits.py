@@ -26,13 +26,18 @@ class Limits:
     template's longest literal delimiter; past it the held text is released to the current region.
     ``per_char``: extra seconds allowed per character of input, so that legitimate work on a huge feed
     (a 10 MB one-shot parse, a 100k-token stream) is never mistaken for a catastrophic pattern;
-    10 µs/char adds 10 s per MB, far above legitimate regex cost (about 1 µs/char)."""
+    10 µs/char adds 10 s per MB, far above legitimate regex cost (about 1 µs/char).
+    ``lone_hold``: characters of the output's first text held back while they may be reasoning the model
+    opened without its opener (``chatparse.lone_close``: they are reasoning if a lone close follows,
+    content otherwise). Past it they stream as content; a lone close after that still makes them
+    reasoning in the message, and the content region's ``region_close`` event says so (``moved_to``)."""
 
     search_timeout: float = 0.05
     feed_budget: float = 0.1
     message_budget: float = 1.0
     max_holdback: int = 4096
     per_char: float = 1e-5
+    lone_hold: int = 2048
 
     def __post_init__(self) -> None:
         for name in ("search_timeout", "feed_budget", "message_budget"):
@@ -40,9 +45,10 @@ class Limits:
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
                 raise UsageError(f"Limits.{name} must be a positive number of seconds, found {value!r}",
                                  code="bad_option")
-        if isinstance(self.max_holdback, bool) or not isinstance(self.max_holdback, int) or self.max_holdback < 0:
-            raise UsageError(f"Limits.max_holdback must be a non-negative int, found {self.max_holdback!r}",
-                             code="bad_option")
+        for name in ("max_holdback", "lone_hold"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise UsageError(f"Limits.{name} must be a non-negative int, found {value!r}", code="bad_option")
 
 
 DEFAULT_LIMITS = Limits()

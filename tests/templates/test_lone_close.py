@@ -152,3 +152,26 @@ def test_lone_close_is_checked_at_load() -> None:
     with pytest.raises(TemplateError) as info:
         chatparse.load_template(template)
     assert info.value.code == "multiple_lone_close"
+
+
+QWEN35_CALL = ("<tool_call>\n<function=get_weather>\n<parameter=city>\nSeoul\n</parameter>\n</function>\n"
+               "</tool_call>")
+
+
+def test_reasoning_goes_on_after_a_call_written_inside_it() -> None:
+    """Qwen3.5 (the prompt pre-opens '<think>'): a call inside the reasoning ends the block implicitly; the
+    text after it up to a lone '</think>' is reasoning again, joined by a newline, never content."""
+    rendered = json.loads((RENDERED / "qwen3_5.json").read_text(encoding="utf-8"))
+    prefix, tools = rendered["renderings"]["prompt"]["text"], rendered["tools_schema"]
+    call = {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Seoul"}}}
+    output = (f"I need the forecast.\n{QWEN35_CALL}\nRequested; answer when it returns.\n</think>\n\n"
+              "Checking the forecast now.<|im_end|>")
+    assert assert_chunking_equivalent("qwen3.5", prefix, output, tools=tools) == {
+        "role": "assistant", "thinking": "I need the forecast.\nRequested; answer when it returns.",
+        "tool_calls": [call], "content": "Checking the forecast now."}
+    assert tokens.disagreements("qwen3.5", prefix, output, {"tools": tools}, seed=3) == []
+    # Without a lone close after the call, the text after it is the answer.
+    output = f"I need the forecast.\n{QWEN35_CALL}\nChecking the forecast now.<|im_end|>"
+    assert assert_chunking_equivalent("qwen3.5", prefix, output, tools=tools) == {
+        "role": "assistant", "thinking": "I need the forecast.", "tool_calls": [call],
+        "content": "Checking the forecast now."}

@@ -198,6 +198,7 @@ class ResponseParser:
         self._pending: list[Event] | None = None
         self._pending_size = 0
         self._prefix_lone = False
+        self._resume = False  # the lone-close field's last block was closed implicitly (see ``_close_current``)
         self.initial_events: list[Event] = []
         if not isinstance(prefix, str):
             raise InputTypeError(f"prefix must be a str, found {type(prefix).__name__}")
@@ -1028,6 +1029,14 @@ class ResponseParser:
         if self._lone is not None:
             self._settle(events)
         name = self._current
+        lone = self._lone_field
+        if lone is not None and name is not None and name != self._implicit and not cut:
+            # A reasoning block closed implicitly (zero-width: a call opens inside it) may go on after the
+            # call: the text after the call's region is undecided again, up to a lone close.
+            if name == lone.name:
+                self._resume = not close_text
+            elif self._resume:
+                self._lone, self._pending, self._pending_size = lone, [], 0
         if name is None or not self._opened:
             self._reset_to_implicit()
             return
@@ -1189,6 +1198,8 @@ class ResponseParser:
         pending = self._pending
         self._lone = self._pending = None
         self._pending_size = 0
+        if self._opened and "".join(self._body).strip():
+            self._resume = False  # text after the calls that no lone close followed: the answer
         if pending and self._keep_events:
             events.extend(pending)
 
@@ -1202,11 +1213,13 @@ class ResponseParser:
                 self._prefix_lone = True
             return
         if self._buf[hit.start : hit.end] not in lone.ext.lone_close:
-            self._settle(events)
+            if "".join(self._body).strip():  # a marker alone (a call section's end) decides nothing
+                self._settle(events)
             return
         pending = self._pending
         self._lone = self._pending = None
         self._pending_size = 0
+        self._resume = False
         if not self._opened:
             return  # nothing before the close
         body = "".join(self._body)

@@ -197,6 +197,7 @@ class ResponseParser:
         self._lone: CompiledField | None = None
         self._pending: list[Event] | None = None
         self._pending_size = 0
+        self._lone_words = False  # the undecided text holds more than whitespace
         self._prefix_lone = False
         self._resume = False  # the lone-close field's last block was closed implicitly (see ``_close_current``)
         self.initial_events: list[Event] = []
@@ -998,6 +999,8 @@ class ResponseParser:
         pending = self._pending
         if pending is not None:  # the output's first text, undecided (see ``_start_lone``): held
             self._pending_size += len(text)
+            if not self._lone_words and not text.isspace():
+                self._lone_words = True
             if self._pending_size > self._limits.lone_hold:
                 self._pending = None  # held long enough: it goes out as content (a lone close still moves it)
                 if self._keep_events:
@@ -1036,7 +1039,7 @@ class ResponseParser:
             if name == lone.name:
                 self._resume = not close_text
             elif self._resume:
-                self._lone, self._pending, self._pending_size = lone, [], 0
+                self._lone, self._pending, self._pending_size, self._lone_words = lone, [], 0, False
         if name is None or not self._opened:
             self._reset_to_implicit()
             return
@@ -1196,10 +1199,11 @@ class ResponseParser:
     def _settle(self, events: list[Event]) -> None:
         """The undecided text is content: the events held for it go out."""
         pending = self._pending
+        if self._lone_words or pending is None:  # (past the hold: a long text, not layout)
+            self._resume = False  # text after the calls that no lone close followed: the answer
         self._lone = self._pending = None
         self._pending_size = 0
-        if self._opened and "".join(self._body).strip():
-            self._resume = False  # text after the calls that no lone close followed: the answer
+        self._lone_words = False
         if pending and self._keep_events:
             events.extend(pending)
 
@@ -1213,13 +1217,13 @@ class ResponseParser:
                 self._prefix_lone = True
             return
         if self._buf[hit.start : hit.end] not in lone.ext.lone_close:
-            if "".join(self._body).strip():  # a marker alone (a call section's end) decides nothing
+            if self._lone_words or self._pending is None:  # a marker alone (a section's end) decides nothing
                 self._settle(events)
             return
         pending = self._pending
         self._lone = self._pending = None
         self._pending_size = 0
-        self._resume = False
+        self._resume = self._lone_words = False
         if not self._opened:
             return  # nothing before the close
         body = "".join(self._body)

@@ -32,7 +32,8 @@ def check_event_stream(events: list[dict[str, Any]], message: dict[str, Any], te
             assert open_field == field, f"close of {field!r} while {open_field!r} is open"
             open_field = None
             if kind == "region_close":
-                closed.setdefault(field, []).append(event["value"])
+                # A lone reasoning close past the hold moves the content streamed before it (``moved_to``).
+                closed.setdefault(event.get("moved_to", field), []).append(event["value"])
     assert open_field is None, f"region {open_field!r} never closed"
     for name, values in closed.items():
         spec = compiled.fields[name]

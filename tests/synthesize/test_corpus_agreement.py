@@ -5,10 +5,11 @@ with their raw text, trailing), one shot, with the case's tools and options.
 Compared: every case except those below. They exercise what the chat template never writes, so no
 synthesis from it can know them: the built-ins encode it from server parsers and model reports.
 - implicit reasoning end: the model starts a call without closing its reasoning (the template always
-  writes the close before calls);
+  writes the close before calls), and the reasoning that goes on after such a call;
 - spelling not rendered: a marker or key the template never writes (Llama 3's <|python_tag|>, an
   'arguments' key where the template writes 'parameters', a call object without its arguments key,
-  harmony's recipient in the channel part and built-in tools, Mistral's call without [ARGS], Magistral's
+  harmony's recipient in the channel part, built-in tools, stray headers, constrained final messages,
+  messages missing their end and quoted markers, Gemma 4's doubled channel opener, Mistral's call without [ARGS], Magistral's
   plain <think>, SGLang's prefix-less DSML and JSON invoke bodies, Kimi ids without 'functions.');
 - several calls: Llama 3's ';'-separated calls (its template refuses two calls), a second gpt-oss call
   message (its template renders one call per message);
@@ -40,12 +41,15 @@ UNWRAPPED = "bare call without the template's wrapper"
 EXCLUDED: dict[str, dict[str, str]] = {
     "qwen3_5": {"cut_call_inside_reasoning_without_close": IMPLICIT, "implicit_reasoning_end_at_call": IMPLICIT,
                 "compact_bare_function_block": UNWRAPPED},
-    "deepseek_v3_1": {"stop_right_after_section_begin": WRAPPER},
+    "deepseek_v3_1": {"stop_right_after_section_begin": WRAPPER, "thinking_forced_open_call_before_close": IMPLICIT,
+                      "thinking_forced_open_call_then_reasoning_then_answer": IMPLICIT},
+    "gemma4": {"doubled_channel_opener_empty_thought": SPELLING, "doubled_channel_opener_with_thought": SPELLING},
     "deepseek_v3_2": {"implicit_reasoning_end_at_section": IMPLICIT, "json_object_invoke_body": SPELLING,
                       "prefixless_spelling_pairs_with_its_own_close": SPELLING, "stop_after_section_open": WRAPPER},
     "gpt_oss": {name: SPELLING for name in (
-        "analysis_then_call", "bare_function_recipient_is_a_call", "builtin_browser_search_on_commentary_is_reasoning",
-        "builtin_container_exec_role_part_is_reasoning", "builtin_python_on_analysis_is_reasoning",
+        "analysis_then_call", "bare_function_recipient_is_a_call", "builtin_browser_search_on_commentary_is_a_call",
+        "builtin_container_exec_role_part_is_a_call", "analysis_mentions_call_and_final_markers",
+        "analysis_without_end_before_final", "final_with_constrain_json", "stray_commentary_to_assistant_header", "builtin_python_on_analysis_is_reasoning",
         "call_cut_inside_value", "call_marker_inside_json_string", "call_on_analysis_channel", "call_truncated_keep",
         "preamble_then_role_part_call", "recover_bad_call_keeps_reasoning", "stop_inside_call_header",
         "stray_to_assistant_is_not_a_call")} | {"two_call_messages_in_one_output": SEVERAL},
@@ -57,6 +61,7 @@ EXCLUDED: dict[str, dict[str, str]] = {
     "mistral": {"degraded_without_args_token": SPELLING, "magistral_plain_think": SPELLING},
     "glm": {"implicit_reasoning_end_at_call": IMPLICIT},
     "kimi_k2": {"close_token_text_in_string": SPELLING, "implicit_reasoning_end": IMPLICIT,
+                "calls_inside_think_then_more_reasoning": IMPLICIT, "calls_inside_think_without_section_markers": IMPLICIT,
                 "missing_call_end_before_section_end": "missing close", "truncated_call_keep": WRAPPER},
 }
 

@@ -34,7 +34,11 @@ class Limits:
     (or a capture) into the field's value, so a field's value is at most this many times the region's text
     plus the transform's literals: a transform repeating ``{content}`` 99,000 times would turn a 10 KB output
     into a 990 MB message. Templates are checked against the default when they load
-    (``transform_too_large``); a parser given a lower value checks its template when it starts."""
+    (``transform_too_large``); a parser given a lower value checks its template when it starts.
+    ``lone_hold``: characters of the output's first text held back while they may be reasoning the model
+    opened without its opener (``chatparse.lone_close``: they are reasoning if a lone close follows,
+    content otherwise). Past it they stream as content; a lone close after that still makes them
+    reasoning in the message, and the content region's ``region_close`` event says so (``moved_to``)."""
 
     search_timeout: float = 0.05
     feed_budget: float = 0.1
@@ -42,6 +46,7 @@ class Limits:
     max_holdback: int = 4096
     per_char: float = 1e-5
     transform_copies: int = 64
+    lone_hold: int = 2048
 
     def __post_init__(self) -> None:
         for name in ("search_timeout", "feed_budget", "message_budget"):
@@ -49,9 +54,10 @@ class Limits:
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
                 raise UsageError(f"Limits.{name} must be a positive number of seconds, found {value!r}",
                                  code="bad_option")
-        if isinstance(self.max_holdback, bool) or not isinstance(self.max_holdback, int) or self.max_holdback < 0:
-            raise UsageError(f"Limits.max_holdback must be a non-negative int, found {self.max_holdback!r}",
-                             code="bad_option")
+        for name in ("max_holdback", "lone_hold"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise UsageError(f"Limits.{name} must be a non-negative int, found {value!r}", code="bad_option")
         copies = self.transform_copies
         if isinstance(copies, bool) or not isinstance(copies, int) or copies < 1:
             raise UsageError(f"Limits.transform_copies must be a positive int, found {copies!r}", code="bad_option")

@@ -188,6 +188,17 @@ class ResponseParser:
         self._skip_from = -1
         self._skip_extra = 0
         self._held_run = False  # what is held is a lead run the quiet check found (not a delimiter forming)
+        # ``chatparse.lone_close``: the field a lone close may close from the output's start, while the
+        # output's text so far is undecided (``_lone``), the content events held meanwhile (``_pending``),
+        # and whether the prompt's tail held such a close (thinking switched off: nothing is undecided).
+        lone = [f for f in self._template.fields.values() if f.ext.lone_close]
+        self._lone_field: CompiledField | None = lone[0] if lone else None
+        self._lone: CompiledField | None = None
+        self._pending: list[Event] | None = None
+        self._pending_size = 0
+        self._lone_words = False  # the undecided text holds more than whitespace
+        self._prefix_lone = False
+        self._resume = False  # the lone-close field's last block was closed implicitly (see ``_close_current``)
         self.initial_events: list[Event] = []
         if not isinstance(prefix, str):
             raise InputTypeError(f"prefix must be a str, found {type(prefix).__name__}")
@@ -198,6 +209,7 @@ class ResponseParser:
                 raise
             except Exception as exc:
                 raise _fault(exc) from exc
+        self._start_lone()
 
     def _attach_template(self) -> None:
         """What the parser derives from its template: the watch lists (fresh scanners: they only remember
@@ -268,8 +280,9 @@ class ResponseParser:
     @property
     def held(self) -> int:
         """Characters received but neither emitted nor consumed yet (a delimiter may still be forming).
-        At most ``limits.max_holdback`` plus the template's longest literal delimiter after any feed."""
-        return len(self._buf) - self._pos
+        At most ``limits.max_holdback`` plus the template's longest literal delimiter after any feed, plus
+        ``limits.lone_hold`` at the start of an output that may open reasoning implicitly."""
+        return len(self._buf) - self._pos + (self._pending_size if self._pending is not None else 0)
 
     def feed(self, text: str) -> list[Event]:
         """Add generated text; returns the events it completes (held-back text emits later)."""
@@ -506,7 +519,8 @@ class ResponseParser:
         name = self._current
         # Skipped text goes in at the buffer's end: a zero-width open that fired there stays blocked
         # only if the next text is appended there, so that case takes the full path.
-        if self._opened and (held or pos == size) and size != self._zw_block and size != self._zw_data:
+        if self._opened and (held or pos == size) and size != self._zw_block and size != self._zw_data \
+                and self._pending is None:
             self._quiet = self._quiet_table.get(None if name == self._implicit else name)
             self._forming = False
             self._skip_from = len(self._body)  # (every caller accounted for what the fast path took)
@@ -941,6 +955,7 @@ class ResponseParser:
                     self._emit_to(events, hit.start)
                 self._pos = hit.end
                 if kind == _DROP:
+                    self._dropped(events, hit)
                     continue
                 if kind in (_END, _NEXT):
                     if not self._in_prefix:  # an end marker in the prompt's tail is the prompt's
@@ -1116,6 +1131,17 @@ class ResponseParser:
                 self._unparsed.append(text)
             return
         field = self._template.fields[name]
+        pending = self._pending
+        if pending is not None:  # the output's first text, undecided (see ``_start_lone``): held
+            self._pending_size += len(text)
+            if not self._lone_words and not text.isspace():
+                self._lone_words = True
+            if self._pending_size > self._limits.lone_hold:
+                self._pending = None  # held long enough: it goes out as content (a lone close still moves it)
+                if self._keep_events:
+                    events.extend(pending)
+            else:
+                events = pending
         if not self._opened:
             events.append({"type": "region_open", "field": name})
             self._opened = True
@@ -1138,7 +1164,17 @@ class ResponseParser:
                        limit: bool = False) -> None:
         """Close the open region. ``cut``: the text (or the turn) ended instead of the region's close;
         ``limit``: the text ended there because the token limit cut it."""
+        if self._lone is not None:
+            self._settle(events)
         name = self._current
+        lone = self._lone_field
+        if lone is not None and name is not None and name != self._implicit and not cut:
+            # A reasoning block closed implicitly (zero-width: a call opens inside it) may go on after the
+            # call: the text after the call's region is undecided again, up to a lone close.
+            if name == lone.name:
+                self._resume = not close_text
+            elif self._resume:
+                self._lone, self._pending, self._pending_size, self._lone_words = lone, [], 0, False
         if name is None or not self._opened:
             self._reset_to_implicit()
             return
@@ -1303,6 +1339,72 @@ class ResponseParser:
         self._output.setdefault("malformed", []).append({"field": name, "code": code, "raw": raw})
         events.append({"type": "region_malformed", "field": name, "code": code, "error": error, "raw": raw})
         self._reset_to_implicit()
+
+    # --- a reasoning block the model opened implicitly (``chatparse.lone_close``) -----------------
+
+    def _start_lone(self) -> None:
+        """After the prompt: when it wrote nothing of the lone-close field (no block opened or closed)
+        and no region is open, the output's first text is undecided. Streaming holds its events (up to
+        ``limits.lone_hold`` characters) until a lone close makes it that field's, or anything else
+        (another marker, an open, the end) makes it content."""
+        field = self._lone_field
+        if field is None or self._current != self._implicit or self._prefix_lone \
+                or any(event["field"] != self._implicit for event in self.initial_events):
+            return
+        if self._opened and "".join(self._body).strip():
+            return  # the prompt wrote part of the answer
+        # Layout after the header ('<｜Assistant｜>\n') opened the content region: its events wait too.
+        self._pending, self.initial_events = self.initial_events, []
+        self._lone = field
+        self._arm()  # no fast path while undecided
+
+    def _settle(self, events: list[Event]) -> None:
+        """The undecided text is content: the events held for it go out."""
+        pending = self._pending
+        if self._lone_words or pending is None:  # (past the hold: a long text, not layout)
+            self._resume = False  # text after the calls that no lone close followed: the answer
+        self._lone = self._pending = None
+        self._pending_size = 0
+        self._lone_words = False
+        if pending and self._keep_events:
+            events.extend(pending)
+
+    def _dropped(self, events: list[Event], hit: Hit) -> None:
+        """A stray marker was dropped. A lone close of the lone-close field while the text is undecided
+        moves that text to the field; any other marker settles it as content."""
+        lone = self._lone
+        if lone is None:
+            field = self._lone_field
+            if self._in_prefix and field is not None and self._buf[hit.start : hit.end] in field.ext.lone_close:
+                self._prefix_lone = True
+            return
+        if self._buf[hit.start : hit.end] not in lone.ext.lone_close:
+            if self._lone_words or self._pending is None:  # a marker alone (a section's end) decides nothing
+                self._settle(events)
+            return
+        pending = self._pending
+        self._lone = self._pending = None
+        self._pending_size = 0
+        self._resume = self._lone_words = False
+        if not self._opened:
+            return  # nothing before the close
+        body = "".join(self._body)
+        name = lone.name
+        self._current = name
+        if pending is not None:  # held: the stream shows the block as the field's
+            events.append({"type": "region_open", "field": name})
+            if self._keep_events:
+                events.append({"type": "region_chunk", "field": name, "text": body, "dirty": not lone.parser.streamable})
+            self._close_region(events, name, lone, body, False, self._buf[hit.start : hit.end])
+            return
+        # Past the hold the text went out as content chunks: the content region's close says where it went.
+        moved: list[Event] = []
+        self._close_region(moved, name, lone, body, False, self._buf[hit.start : hit.end])
+        for event in moved:
+            if event["type"] in ("region_close", "region_malformed"):
+                event["moved_to"] = name
+                event["field"] = self._implicit
+            events.append(event)
 
     def _reset_to_implicit(self) -> None:
         self._zw_data = -1

@@ -40,6 +40,9 @@ def emit(fmt: Format, lexer: Lexer) -> dict[str, Any]:
     drop = [m for m in dict.fromkeys(drop) if m not in fmt.end]
     if drop:
         extensions["drop"] = drop
+    if fmt.reasoning is not None and fmt.reasoning.close in drop:
+        # Reasoning the model opens without its opener ends at a lone close (docs/templates.md).
+        fields["thinking"]["chatparse"] = {"lone_close": [fmt.reasoning.close]}
     anchor: Any = fmt.anchors[0] if len(fmt.anchors) == 1 else list(fmt.anchors)
     template: dict[str, Any] = {"defaults": {"role": "assistant"}, "start_anchor": anchor}
     if extensions:

@@ -486,6 +486,7 @@ def compile_template(spec: Any) -> CompiledTemplate:
     end = _marker_delimiter(ext.end, "end")
     next_turn = _marker_delimiter(ext.next_turn, "next_turn")
     drop = _marker_delimiter(ext.drop, "drop")
+    _check_lone_close(fields, implicit, ext.drop)
     always = [d for d in (end, next_turn) if d is not None]
     idle = [f.open for f in fields.values() if f.open is not None] + always + ([drop] if drop is not None else [])
     implicit_close = fields[implicit[0]].close if implicit else None
@@ -510,6 +511,28 @@ def compile_template(spec: Any) -> CompiledTemplate:
         next_turn=next_turn,
         drop=drop,
     )
+
+
+def _check_lone_close(fields: Mapping[str, CompiledField], implicit: list[str], drop: tuple[str, ...]) -> None:
+    """``chatparse.lone_close``: on one explicit field, beside an implicit one, each marker a ``drop`` marker
+    (the engine meets a lone close as a stray marker)."""
+    owners = [name for name, f in fields.items() if f.ext.lone_close]
+    if not owners:
+        return
+    name = owners[0]
+    key = f"{EXTENSION_KEY}.lone_close"
+    if len(owners) > 1:
+        raise _fail(f"Field '{owners[1]}': expected '{key}' on one field only, found it on {owners}. Keep it on "
+                    "the reasoning field.", "multiple_lone_close", field=owners[1], key=key)
+    if fields[name].implicit or not implicit:
+        raise _fail(f"Field '{name}': '{key}' needs an explicit field (with 'open') and an implicit one (the "
+                    "content the text stays in when no lone close comes)", "lone_close_without_implicit",
+                    field=name, key=key)
+    missing = [m for m in fields[name].ext.lone_close if m not in drop]
+    if missing:
+        raise _fail(f"Field '{name}': every '{key}' marker must also be in the template's "
+                    f"'{EXTENSION_KEY}.drop', found {missing} missing. Add them to 'drop'.",
+                    "lone_close_not_dropped", field=name, key=key)
 
 
 def _marker_delimiter(literals: tuple[str, ...], key: str) -> Delimiter | None:

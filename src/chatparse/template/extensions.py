@@ -30,6 +30,9 @@ Field level:
 - ``strip_joined``: a ``join`` field's joined value is stripped at its ends (its pieces are not).
 - ``python_literals``: raw-text argument values typed by the request's tools are read as Python
   literals (``['a', 'b c']``, ``{'k': None}``) before JSON, for formats that write Python reprs.
+- ``lone_close``: literal closes of this (reasoning) field, each also a ``drop`` marker. When the prompt
+  opened no region of the field, text from the start of the output to the first of them written with no
+  region open is this field's (the model opened it implicitly); without one it stays content.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from chatparse.structure import SYNTAXES, Structure
 EXTENSION_KEY = "chatparse"
 TEMPLATE_EXT_KEYS = ("end", "next_turn", "discard_after_end", "drop")
 FIELD_EXT_KEYS = ("structure", "guard", "ends_with_value", "truncation", "extend", "strip_joined",
-                  "python_literals", "span_fallback")
+                  "python_literals", "span_fallback", "lone_close")
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ class FieldExt:
     strip_joined: bool = False
     python_literals: bool = False
     span_fallback: bool = False
+    lone_close: tuple[str, ...] = ()
 
 
 NO_TEMPLATE_EXT = TemplateExt()
@@ -193,6 +197,8 @@ def field_ext(name: str, spec: Mapping[str, Any], *, repeats: bool, join: str | 
     if span_fallback and (not guard or structure is None or not structure.spans):
         raise _fail(f"{scope}: '{EXTENSION_KEY}.span_fallback' needs a guarded structure with spans",
                     "fallback_without_spans", field=name, key="span_fallback")
+    lone_close = _literals(raw["lone_close"], "lone_close", scope, name) if "lone_close" in raw else ()
     return FieldExt(structure=structure, guard=guard, ends_with_value=ends,
                     truncation=_flag(raw, "truncation", scope, name), extend=extend, strip_joined=strip_joined,
-                    python_literals=_flag(raw, "python_literals", scope, name), span_fallback=span_fallback)
+                    python_literals=_flag(raw, "python_literals", scope, name), span_fallback=span_fallback,
+                    lone_close=lone_close)

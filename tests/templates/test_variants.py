@@ -1,0 +1,113 @@
+"""Variants of covered families (issue "Every spelling real models emit", section 1, and the GLM-4.7 and
+Phi-4-mini classes of "What users report"): each spelling is read one-shot and streamed in token-sized
+deltas with ``on_malformed="recover"``, and gives the calls (or the content) its format means.
+
+The cases are corpus data files (tests/templates/corpus/<family>/<case>.json, also run by the corpus and
+token-level suites); these tests assert what each variant is about, independently of the stored message."""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+import pytest
+
+import chatparse
+from chatparse.templates import get_template
+from tests import tokens
+from tests.templates.corpus_loader import CORPUS, load_case
+
+
+def parsed(family: str, stem: str) -> dict[str, Any]:
+    """The case's message, after checking that every token-level streaming path agrees with it."""
+    case = load_case(CORPUS / family / f"{stem}.json")
+    options = {"tools": case.get("tools"), "on_malformed": "recover"}
+    template = get_template(family)
+    message = chatparse.parse_response(case["output"], template, prefix=case["prefix"], **options)
+    seed = zlib.crc32(f"{family}/{stem}".encode())
+    assert tokens.disagreements(template, case["prefix"], case["output"], options, seed=seed) == []
+    return message
+
+
+def calls(message: dict[str, Any]) -> list[tuple[str, Any]]:
+    return [(c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls", [])]
+
+
+def malformed_codes(message: dict[str, Any]) -> list[str]:
+    return [m["code"] for m in message.get("malformed", [])]
+
+
+# --- DeepSeek-R1: the short section opener ---------------------------------------------------------------
+
+
+def test_deepseek_r1_short_section_opener() -> None:
+    message = parsed("deepseek_r1", "short_section_opener_two_calls")
+    assert [name for name, _ in calls(message)] == ["get_weather", "write_file"]
+    assert calls(message)[1][1]["content"] == "opener: <｜tool▁calls｜>function"  # marker text in a value is data
+    assert "content" not in message and "malformed" not in message
+
+
+def test_deepseek_r1_stop_after_short_opener_is_a_cut_call() -> None:
+    message = parsed("deepseek_r1", "short_section_opener_stop_after_it")
+    assert message["content"] == "Checking."
+    assert message["malformed"] == [{"field": "tool_calls", "code": "truncated", "raw": "<｜tool▁calls｜>"}]
+
+
+# --- DeepSeek V4 / V4.1: a self-closing zero-argument invoke -----------------------------------------------
+
+
+@pytest.mark.parametrize("family", ["deepseek_v4", "deepseek_v4_1"])
+def test_dsml_self_closing_invoke(family: str) -> None:
+    message = parsed(family, "self_closing_zero_argument_invoke")
+    (first, args), second = calls(message)
+    assert first == "write_file" and "<br/>" in args["content"] and args["content"].endswith('"x.png"/>')
+    assert second == ("get_time", {})
+    assert message["content"] == "Saving the note, then the time."
+
+
+@pytest.mark.parametrize("family", ["deepseek_v4", "deepseek_v4_1"])
+def test_dsml_self_closing_invoke_before_a_cut_call(family: str) -> None:
+    message = parsed(family, "self_closing_invoke_then_cut_call")
+    assert calls(message) == [("get_time", {})]
+    assert malformed_codes(message) == ["truncated"]
+    assert "content" not in message
+
+
+# --- Step-3: invokes without the type head ------------------------------------------------------------------
+
+
+def test_step3_invoke_without_type_head() -> None:
+    message = parsed("step3", "invoke_without_type_word")
+    assert calls(message) == [("get_weather", {"city": "Zürich", "days": 3}), ("get_time", {"timezone": "Europe/Zurich"})]
+    assert "content" not in message  # the <｜tool_sep｜> between the calls belongs to the second opener
+
+
+def test_step3_invoke_without_type_head_cut() -> None:
+    message = parsed("step3", "invoke_without_type_word_cut")
+    assert calls(message) == [("get_time", {"timezone": "Asia/Seoul"})]
+    assert malformed_codes(message) == ["truncated"]
+
+
+# --- Phi-4-mini: <|tool_call|> blocks, and functools[ followed by prose -------------------------------------
+
+
+def test_phi4_tool_call_token_blocks() -> None:
+    message = parsed("phi4_mini", "tool_call_token_blocks")
+    assert calls(message) == [("get_weather", {"city": "Seoul", "days": 2}), ("get_time", {})]
+    assert message["content"] == "Checking both."
+
+
+def test_phi4_tool_call_token_block_cut() -> None:
+    message = parsed("phi4_mini", "tool_call_token_block_cut")
+    assert calls(message) == [("get_time", {})]
+    assert malformed_codes(message) == ["truncated"]
+    assert "content" not in message
+
+
+@pytest.mark.parametrize("on_malformed", ["raise", "recover", "keep"])
+def test_phi4_functools_bracket_then_prose_is_content_whole(on_malformed: str) -> None:
+    case = load_case(CORPUS / "phi4_mini" / "functools_bracket_then_prose_is_content.json")
+    message = chatparse.parse_response(case["output"], get_template("phi4_mini"), prefix=case["prefix"],
+                                       tools=case["tools"], on_malformed=on_malformed)
+    assert message == {"role": "assistant", "content": case["output"].removesuffix("<|end|>")}
+    parsed("phi4_mini", "functools_bracket_then_prose_is_content")

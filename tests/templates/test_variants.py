@@ -111,3 +111,45 @@ def test_phi4_functools_bracket_then_prose_is_content_whole(on_malformed: str) -
                                        tools=case["tools"], on_malformed=on_malformed)
     assert message == {"role": "assistant", "content": case["output"].removesuffix("<|end|>")}
     parsed("phi4_mini", "functools_bracket_then_prose_is_content")
+
+
+# --- GLM-4.5 / 4.7: dropped value tags are repaired and reported ---------------------------------------------
+
+
+@pytest.mark.parametrize(("family", "stem", "code"), [
+    ("glm47", "missing_last_value_close_is_recovered", "missing_value_close"),
+    ("glm47", "missing_last_value_close_then_observation", "missing_value_close"),
+    ("glm45", "missing_last_value_close_is_recovered", "missing_value_close"),
+    ("glm47", "missing_value_open_is_recovered", "missing_value_open"),
+    ("glm47", "stray_value_close_after_name", "stray_value_close"),
+])
+def test_glm_repaired_call_is_returned_and_reported(family: str, stem: str, code: str) -> None:
+    message = parsed(family, stem)
+    names = [name for name, _ in calls(message)]
+    assert names and all("<" not in name for name in names)
+    assert [r["code"] for r in message["repaired"]] == [code]
+    assert message["repaired"][0]["raw"].startswith("<tool_call>")
+    assert "malformed" not in message
+    if code != "stray_value_close":
+        assert calls(message)[0][1]["days"] in (2, 3)  # the repaired value, typed by the tools
+
+
+@pytest.mark.parametrize("on_malformed", ["raise", "keep"])
+def test_glm_repair_does_not_depend_on_the_malformed_policy(on_malformed: str) -> None:
+    case = load_case(CORPUS / "glm47" / "missing_value_open_is_recovered.json")
+    message = chatparse.parse_response(case["output"], get_template("glm47"), prefix=case["prefix"],
+                                       tools=case["tools"], on_malformed=on_malformed)
+    assert message == case["expected"]
+
+
+def test_glm_missing_last_close_cut_by_the_token_limit_stays_truncated() -> None:
+    case = load_case(CORPUS / "glm47" / "missing_last_value_close_is_recovered.json")
+    message = chatparse.parse_response(case["output"], get_template("glm47"), prefix=case["prefix"],
+                                       tools=case["tools"], finish_reason="length")
+    assert "tool_calls" not in message and malformed_codes(message) == ["truncated"]
+
+
+def test_glm_cut_inside_a_value_is_not_repaired() -> None:
+    message = parsed("glm47", "cut_inside_value_stays_truncated")
+    assert "tool_calls" not in message and "repaired" not in message
+    assert malformed_codes(message) == ["truncated"]

@@ -23,6 +23,7 @@ from chatparse.content import (  # noqa: E402, F401
     tagged_calls,
     xml_invokes,
     xml_params,
+    xml_repairs,
     xml_text,
 )
 

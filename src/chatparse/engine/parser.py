@@ -15,7 +15,7 @@ from typing import Any, Literal
 import regex
 
 from chatparse.content.args import regex_deadline
-from chatparse.content.registry import BadItem
+from chatparse.content.registry import BadItem, Repaired
 from chatparse.engine.limits import DEFAULT_LIMITS, Limits, RegexBudget
 from chatparse.engine.scanner import DelimiterScanner, Hit
 from chatparse.engine.tool_typing import coerce_tool_calls
@@ -1024,6 +1024,10 @@ class ResponseParser:
 
     def _close_region(self, events: list[Event], name: str, field: CompiledField, body: str, cut: bool,
                       close_text: str, limit: bool = False) -> None:
+        if cut and not limit:
+            closed = self._closed_at_end(field, body)
+            if closed is not None:
+                body, close_text, cut = closed[0], closed[1], False
         if cut and field.ext.truncation and not self._complete(field, body, limit):
             raw = self._open_text + body
             cause = "the token limit cut the text" if limit else "the text ends"
@@ -1036,6 +1040,11 @@ class ResponseParser:
                 value, problems = self._recovered_value(field, body, cut=checked, close_text=close_text)
             else:
                 value, problems = process_region(field, body, self._captures), []
+            repairs: list[dict[str, Any]] = []
+            if isinstance(value, Repaired):
+                raw = self._open_text + body + close_text
+                repairs = [{"field": name, "code": code, "raw": raw, "note": note} for code, note in value.repairs]
+                value = value.value
             if self._tool_params:
                 value = coerce_tool_calls(value, self._tool_params, field.ext.python_literals)
             if recover and not value and len(problems) == 1 and problems[0]["whole"]:
@@ -1056,12 +1065,42 @@ class ResponseParser:
             self._report(events, name, exc.code, self._open_text + body + close_text, str(exc))
             return
         event: Event = {"type": "region_close", "field": name, "value": value}
+        if repairs:
+            event["repaired"] = repairs
+            self._output.setdefault("repaired", []).extend(
+                {"field": r["field"], "code": r["code"], "raw": r["raw"]} for r in repairs)
         if problems:
             event["malformed"] = [{k: v for k, v in p.items() if k != "whole"} for p in problems]
             self._output.setdefault("malformed", []).extend(
                 {"field": p["field"], "code": p["code"], "raw": p["raw"]} for p in problems)
         events.append(event)
         self._reset_to_implicit()
+
+    def _closed_at_end(self, field: CompiledField, body: str) -> tuple[str, str] | None:
+        """A guarded region the end of the text cut inside a span, whose body holds the region's own
+        literal close followed by nothing, or by an end marker or a next-turn header, and parses up to that
+        close: ``(body, close)``, and what follows the end marker is the turn's trailing text. The end of
+        the turn after the close is the structure going on (a value that lost its closing tag before the
+        call's close, GLM's last ``</arg_value>``), so the region closed there; None otherwise."""
+        close, structure = field.close, field.ext.structure
+        if not field.ext.guard or close is None or close.literals is None or structure is None or structure.syntax:
+            return None  # JSON or Python strings: a cut string is a cut call
+        ext = self._template.ext
+        for literal in close.literals:
+            at = body.find(literal)
+            while at > 0:
+                after = body[at + len(literal) :].lstrip()
+                marker = next((m for m in ext.end if after.startswith(m)), None)
+                if not after or marker is not None or any(after.startswith(h) for h in ext.next_turn):
+                    try:
+                        run_content_parser(field, body[:at])
+                    except OutputError:
+                        return None  # not a whole body before it either: the cut stays a cut
+                    if after:
+                        self._trailing.append(after[len(marker) :] if marker is not None else after)
+                    return body[:at], literal
+                at = body.find(literal, at + len(literal))
+        return None
 
     def _complete(self, field: CompiledField, body: str, limit: bool = False) -> bool:
         """Whether a region cut by the end of the text holds a whole body: its syntax is closed (or,
@@ -1194,8 +1233,15 @@ class _Discard(list[Event]):
 
 
 def process_region(field: CompiledField, body: str, captures: dict[str, Any]) -> Any:
-    """A region's value: its content parser over ``body``, then the field's transform."""
+    """A region's value: its content parser over ``body``, then the field's transform (a ``Repaired``
+    value stays wrapped around its transformed value)."""
     value = run_content_parser(field, body)
+    if isinstance(value, Repaired):
+        return Repaired(_transformed(field, value.value, captures), value.repairs)
+    return _transformed(field, value, captures)
+
+
+def _transformed(field: CompiledField, value: Any, captures: dict[str, Any]) -> Any:
     fill = field.fill
     if fill is None:
         return value

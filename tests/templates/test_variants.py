@@ -153,3 +153,52 @@ def test_glm_cut_inside_a_value_is_not_repaired() -> None:
     message = parsed("glm47", "cut_inside_value_stays_truncated")
     assert "tool_calls" not in message and "repaired" not in message
     assert malformed_codes(message) == ["truncated"]
+
+
+# --- Hermes 2 Pro / Qwen2.5: other spellings, read only for the request's tools -----------------------------
+
+
+@pytest.mark.parametrize(("stem", "names"), [
+    ("function_equals_spelling", ["get_weather", "create_event"]),
+    ("function_name_attribute_spelling", ["write_file"]),
+    ("json_in_other_tags", ["get_weather", "get_time", "write_file", "get_time"]),
+    ("json_in_code_fences", ["get_weather", "get_time", "write_file"]),
+    ("bare_json_object_call", ["get_weather"]),
+    ("tagged_call_then_code_block", ["get_time", "get_weather"]),
+])
+def test_hermes_other_spellings_are_calls_for_the_request_tools(stem: str, names: list[str]) -> None:
+    message = parsed("hermes", stem)
+    assert [name for name, _ in calls(message)] == names
+    assert "malformed" not in message
+    for marker in ("<function", "</function>", "<tool", "<json>", "<response>", "<JSON>", '"name"'):
+        assert marker not in message.get("content", "")
+
+
+def test_hermes_head_names_the_call_not_an_argument() -> None:
+    (_, _), (name, arguments) = calls(parsed("hermes", "function_equals_spelling"))
+    assert name == "create_event" and arguments["name"] == "ignored-by-nobody"
+
+
+@pytest.mark.parametrize("stem", ["json_explained_in_prose_stays_content", "other_spellings_without_tools_stay_content"])
+def test_hermes_other_spellings_without_a_known_tool_are_content_as_written(stem: str) -> None:
+    case = load_case(CORPUS / "hermes" / f"{stem}.json")
+    message = parsed("hermes", stem)
+    assert message == {"role": "assistant", "content": case["output"].removesuffix("<|im_end|>")}
+
+
+def test_hermes_same_text_is_a_call_only_with_the_tool() -> None:
+    case = load_case(CORPUS / "hermes" / "function_equals_spelling.json")
+    template = get_template("hermes")
+    with_tools = chatparse.parse_response(case["output"], template, prefix=case["prefix"], tools=case["tools"])
+    others = [t for t in case["tools"] if t["function"]["name"] != "create_event"]
+    fewer = chatparse.parse_response(case["output"], template, prefix=case["prefix"], tools=others)
+    none = chatparse.parse_response(case["output"], template, prefix=case["prefix"])
+    assert [name for name, _ in calls(with_tools)] == ["get_weather", "create_event"]
+    assert [name for name, _ in calls(fewer)] == ["get_weather"] and "<function=create_event>" in fewer["content"]
+    assert "tool_calls" not in none and none["content"] == case["output"]
+
+
+def test_hermes_other_spelling_cut_inside_json_is_truncated() -> None:
+    message = parsed("hermes", "other_spelling_cut_inside_json")
+    assert calls(message) == [("get_time", {})]
+    assert malformed_codes(message) == ["truncated"]

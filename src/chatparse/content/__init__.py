@@ -18,6 +18,7 @@ from chatparse.content import (  # noqa: E402, F401
     bare_key_objects,
     element_trees,
     escaped_newlines,
+    function_heads,
     json_calls,
     python_calls,
     tagged_calls,

@@ -861,6 +861,9 @@ class ResponseParser:
                 kind, field, hit = best
                 if kind != _OPEN and self._guards_data(events, hit):
                     continue
+                if kind == _OPEN and field is not None and field.ext.known_tools and not self._names_a_tool(hit):
+                    self._emit_to(events, max(hit.end, hit.start + 1))  # not a call: the opener is text
+                    continue
                 if hit.start > self._pos:
                     self._emit_to(events, hit.start)
                 self._pos = hit.end
@@ -896,6 +899,12 @@ class ResponseParser:
             if hold > self._pos:
                 self._emit_to(events, hold)
             break
+
+    def _names_a_tool(self, hit: Hit) -> bool:
+        """For a ``known_tools`` field: whether the opener ``hit`` may open, i.e. it captured no ``name`` or
+        the request's tools have a tool of that name."""
+        name = hit.groups.get("name")
+        return name is None or name.strip() in self._tool_params
 
     def _guards_data(self, events: list[Event], hit: Hit) -> bool:
         """For a guarded region: True (and the marker taken as body text) when ``hit`` starts inside a
@@ -936,7 +945,8 @@ class ResponseParser:
         so is, in a text region, a cut that is only words (``user`` of ``user<|role_sep|>``): the marker has
         not reached its special token, and the words are more likely the model's own. A regex delimiter
         that looks ahead may be a whole word waiting only for what follows it (Phi-4's ``functools``, a
-        call only when ``[`` follows): its cut stays a cut."""
+        call only when ``[`` follows): its cut stays a cut. An opener of a ``known_tools`` field that is not
+        tag-shaped (a code fence, a brace: prose ends with them) is text."""
         buf, pos = self._buf, self._pos
         if pos >= len(buf) or not self._template.chatparse_only:
             return
@@ -948,7 +958,8 @@ class ResponseParser:
         for kind, field, scanner in self._watchlist():
             hit = scanner.find(buf, pos, False, self._version, -1)
             if hit is not None and hit.pending and hit.start >= pos and len(buf[hit.start :].strip()) >= least \
-                    and (least == 1 or not _words_cut(scanner, buf, hit.start)):
+                    and (least == 1 or not _words_cut(scanner, buf, hit.start)) \
+                    and not (kind == _OPEN and field is not None and field.ext.known_tools and buf[hit.start] != "<"):
                 if cut is None or hit.start < cut[0]:
                     cut = (hit.start, kind, field)
         if cut is None:

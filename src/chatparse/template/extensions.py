@@ -25,6 +25,9 @@ Field level:
 - ``strip_joined``: a ``join`` field's joined value is stripped at its ends (its pieces are not).
 - ``python_literals``: raw-text argument values typed by the request's tools are read as Python
   literals (``['a', 'b c']``, ``{'k': None}``) before JSON, for formats that write Python reprs.
+- ``known_tools``: an opener match that captures ``name`` opens the region only when the request's tools
+  name that tool (and tools were given); otherwise its text is text. Matches without ``name`` always open.
+  For lax spellings a model may also write in prose (a bare JSON object, a code fence).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from chatparse.structure import SYNTAXES, Structure
 EXTENSION_KEY = "chatparse"
 TEMPLATE_EXT_KEYS = ("end", "next_turn", "discard_after_end", "drop")
 FIELD_EXT_KEYS = ("structure", "guard", "ends_with_value", "truncation", "extend", "strip_joined",
-                  "python_literals")
+                  "python_literals", "known_tools")
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,7 @@ class FieldExt:
     extend: bool = False
     strip_joined: bool = False
     python_literals: bool = False
+    known_tools: bool = False
 
 
 NO_TEMPLATE_EXT = TemplateExt()
@@ -171,4 +175,5 @@ def field_ext(name: str, spec: Mapping[str, Any], *, repeats: bool, join: str | 
                     key="strip_joined")
     return FieldExt(structure=structure, guard=guard, ends_with_value=ends,
                     truncation=_flag(raw, "truncation", scope, name), extend=extend, strip_joined=strip_joined,
-                    python_literals=_flag(raw, "python_literals", scope, name))
+                    python_literals=_flag(raw, "python_literals", scope, name),
+                    known_tools=_flag(raw, "known_tools", scope, name))

@@ -72,3 +72,21 @@ def test_content_args_are_checked_at_load(args: dict[str, Any]) -> None:
     }
     with pytest.raises(TemplateError):
         chatparse.load_template(template)
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ("{a:<escape>x<escape>b:2}", {"a": "x", "b": 2}),
+    ("{a:{c:1}b:[1,2]d:<escape>y<escape>}", {"a": {"c": 1}, "b": [1, 2], "d": "y"}),
+    ('{a:"x"b:true}', {"a": "x", "b": True}),
+])
+def test_missing_commas_after_delimited_values(body: str, expected: dict[str, Any]) -> None:
+    args = {"string_delims": [["<escape>", "<escape>"]], "missing_commas": True}
+    assert parse_bare_key_object(body, args) == expected
+    with pytest.raises(ValueError, match="expected ','"):
+        parse_bare_key_object(body, {"string_delims": [["<escape>", "<escape>"]]})  # strict by default
+
+
+def test_missing_comma_after_a_bare_scalar_still_raises() -> None:
+    with pytest.raises(ValueError):
+        parse_bare_key_object("{a:1b:<escape>x<escape>}", {"string_delims": [["<escape>", "<escape>"]],
+                                                           "missing_commas": True})

@@ -202,3 +202,31 @@ def test_hermes_other_spelling_cut_inside_json_is_truncated() -> None:
     message = parsed("hermes", "other_spelling_cut_inside_json")
     assert calls(message) == [("get_time", {})]
     assert malformed_codes(message) == ["truncated"]
+
+
+# --- LFM2 python literals, FunctionGemma keys without commas, llama3_json objects without a name ------------
+
+
+def test_lfm2_unescaped_nested_quotes_and_set_literals() -> None:
+    quotes = calls(parsed("lfm2", "unescaped_nested_quotes_in_command"))
+    assert quotes == [("run_shell", {"command": "sed -n '360,450p' app.py"}), ("run_shell", {"command": "wc -l app.py"})]
+    literals = calls(parsed("lfm2", "set_literal_and_escapes"))
+    assert literals[0] == ("tag_items", {"ids": [3, 1], "labels": ["urgent", "red"]})
+    assert literals[1] == ("split_text", {"text": "a\\,b,c\tend", "sep": "\\,"})
+
+
+def test_functiongemma_keys_without_commas() -> None:
+    weather, event = calls(parsed("functiongemma", "keys_without_commas"))
+    assert weather == ("get_weather", {"city": "Seoul", "days": 2})
+    assert event[1] == {"title": "Trip, day 1", "location": {"city": "Seoul"}, "attendees": ["Mina", "Joon"],
+                        "all_day": True}
+    message = parsed("functiongemma", "bare_scalar_without_comma_is_malformed")
+    assert calls(message) == [("get_time", {})] and malformed_codes(message) == ["content_parse_failed"]
+
+
+def test_llama3_json_object_without_name_is_content() -> None:
+    case = load_case(CORPUS / "llama3_json" / "object_without_name_is_content.json")
+    assert parsed("llama3_json", "object_without_name_is_content") == {
+        "role": "assistant", "content": case["output"].removesuffix("<|eot_id|>")}
+    assert calls(parsed("llama3_json", "python_tag_parameters_before_name")) == [
+        ("get_weather", {"city": "Seoul", "days": 2})]

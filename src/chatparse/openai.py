@@ -692,7 +692,7 @@ class _Shape:
 def _call_shape(fld: CompiledField) -> _Shape:
     if fld.content == "json-calls":
         return _json_calls_shape(fld, fld.content_args)
-    if fld.content == "json-calls-or-function":  # a headed body (<function=N>{...}) is not read early
+    if fld.content in ("json-calls-or-function", "json-calls-or-code"):  # other spellings are not read early
         return _json_calls_shape(fld, fld.content_args.get("json_calls", {}))
     transform = fld.transform
     fn = transform.get("function") if isinstance(transform, Mapping) and not fld.transform_each else None

@@ -21,10 +21,24 @@ SPEC = get_content_parser("json-calls-or-function")
     ('{"name": "get_time", "arguments": {}}', [{"name": "get_time", "arguments": {}}]),
 ])
 def test_calls(body: str, calls: list[dict[str, Any]]) -> None:
-    assert SPEC.parse(body, ARGS) == calls
-    assert SPEC.recover is not None
-    good, bad = SPEC.recover(body, ARGS)
+    assert_reads(SPEC, ARGS, body, calls)
+
+
+def assert_reads(spec: Any, args: dict[str, Any], body: str, calls: list[dict[str, Any]]) -> None:
+    """One-shot and item by item, the same calls."""
+    assert spec.parse(body, args) == calls
+    assert spec.recover is not None
+    good, bad = spec.recover(body, args)
     assert [value for value, _ in good] == calls and bad == []
+
+
+def assert_rejects(spec: Any, args: dict[str, Any], body: str) -> None:
+    """One-shot raises; item by item, one bad item and nothing kept."""
+    with pytest.raises(ValueError):
+        spec.parse(body, args)
+    assert spec.recover is not None
+    good, bad = spec.recover(body, args)
+    assert good == [] and len(bad) == 1
 
 
 @pytest.mark.parametrize("body", [
@@ -35,11 +49,7 @@ def test_calls(body: str, calls: list[dict[str, Any]]) -> None:
     '{"city": "Oslo"}',  # no head and no name
 ])
 def test_broken_calls_raise_and_recover_as_bad_items(body: str) -> None:
-    with pytest.raises(ValueError):
-        SPEC.parse(body, ARGS)
-    assert SPEC.recover is not None
-    good, bad = SPEC.recover(body, ARGS)
-    assert good == [] and len(bad) == 1
+    assert_rejects(SPEC, ARGS, body)
 
 
 def test_arguments_are_checked_at_load() -> None:
@@ -51,3 +61,22 @@ def test_arguments_are_checked_at_load() -> None:
         check({"head": "<function=[^>]+>"})
     with pytest.raises(ValueError, match="unknown content_args key"):
         check({**ARGS, "extra": 1})
+
+
+CODE_ARGS: dict[str, Any] = {"code_tool": "code_interpreter", "json_calls": {"accept": ["object"]}}
+CODE = get_content_parser("json-calls-or-code")
+
+
+@pytest.mark.parametrize(("body", "calls"), [
+    ('brave_search.call(query="weather Seoul")', [{"name": "brave_search", "arguments": {"query": "weather Seoul"}}]),
+    (' wolfram_alpha . call (query="x (y)", n=2)', [{"name": "wolfram_alpha", "arguments": {"query": "x (y)", "n": 2}}]),
+    ("import math\nprint(math.pi)", [{"name": "code_interpreter", "arguments": {"code": "import math\nprint(math.pi)"}}]),
+    ('{"name": "get_time", "parameters": {}}', [{"name": "get_time", "arguments": {}}]),
+])
+def test_json_calls_or_code(body: str, calls: list[dict[str, Any]]) -> None:
+    assert_reads(CODE, CODE_ARGS, body, calls)
+
+
+@pytest.mark.parametrize("body", ['brave_search.call(query="cut', "brave_search.call(x)", 'brave_search.call(q="a") + 1'])
+def test_broken_builtin_calls_raise(body: str) -> None:
+    assert_rejects(CODE, CODE_ARGS, body)

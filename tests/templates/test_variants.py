@@ -230,3 +230,14 @@ def test_llama3_json_object_without_name_is_content() -> None:
         "role": "assistant", "content": case["output"].removesuffix("<|eot_id|>")}
     assert calls(parsed("llama3_json", "python_tag_parameters_before_name")) == [
         ("get_weather", {"city": "Seoul", "days": 2})]
+
+
+# --- Llama 3.1 built-in tools after <|python_tag|> -------------------------------------------------------------
+
+
+def test_llama31_builtin_tool_calls() -> None:
+    assert calls(parsed("llama3_json", "builtin_brave_search_call")) == [("brave_search", {"query": "weather Seoul"})]
+    assert calls(parsed("llama3_json", "builtin_wolfram_alpha_call")) == [
+        ("wolfram_alpha", {"query": "solve [x^2 - 4 = 0] for x (real) <|eot_id|>"})]
+    cut = parsed("llama3_json", "builtin_call_cut_by_the_end")
+    assert "tool_calls" not in cut and "content" not in cut and malformed_codes(cut) == ["truncated"]

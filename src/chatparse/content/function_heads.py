@@ -1,17 +1,22 @@
-"""``json-calls-or-function``: a call region that holds either JSON call objects (read by ``json-calls``) or
-one call written as a function head and its JSON arguments (``<function=NAME>{...}``,
-``<function name="NAME">{...}``: spellings Hermes 2 Pro and small Qwen2.5 models use beside
-``<tool_call>``). The head names the call, so an argument called ``name`` is never taken for the call's name.
+"""Call regions that hold JSON call objects (read by ``json-calls``) or one call in another spelling.
+
+``json-calls-or-function``: a function head and its JSON arguments (``<function=NAME>{...}``,
+``<function name="NAME">{...}``: spellings Hermes 2 Pro and small Qwen2.5 models use beside ``<tool_call>``);
+the head names the call, so an argument called ``name`` is never taken for the call's name.
+``json-calls-or-code``: Llama 3.1's built-in tool calls (``brave_search.call(query="x")``) and raw code after
+``<|python_tag|>``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from chatparse.content.args import check_allowed, check_regex, excerpt, timed
 from chatparse.content.json_calls import parse_json_calls, recover_json_calls, validate_json_calls_args
+from chatparse.content.python_calls import parse_python_calls
 from chatparse.content.recovery import Good
 from chatparse.content.registry import BadItem, register_extensions
 
@@ -92,8 +97,57 @@ def _check(args: Args) -> None:
     validate_json_calls_args(args.get("json_calls", {}))
 
 
+# --- json-calls-or-code ------------------------------------------------------------------------------------
+
+_CODE_ARGS: dict[str, type | tuple[type, ...]] = {"json_calls": Mapping, "code_tool": str}
+_BUILTIN_CALL = re.compile(r"\s*(?P<name>[A-Za-z_]\w*)\s*\.\s*call\s*(?=\()")
+
+
+def _code_body(text: str, args: Args) -> dict[str, Any] | None:
+    """A built-in tool call (``NAME.call(k=v, ...)``) or raw code, or None for a JSON body."""
+    if text.lstrip()[:1] in ("{", ";", ""):
+        return None
+    m = _BUILTIN_CALL.match(text)
+    if m is not None:
+        (call,) = parse_python_calls(m["name"] + text[m.end() :].rstrip(), _PYTHON_CALL)
+        return {"name": call["name"], "arguments": call["arguments"]}
+    return {"name": args["code_tool"], "arguments": {"code": text.strip()}}
+
+
+def parse_json_calls_or_code(text: str, args: Args) -> list[dict[str, Any]]:
+    """The calls after Llama 3.1's ``<|python_tag|>``: JSON call objects (``json-calls`` with
+    ``content_args.json_calls``), a built-in tool call in Python syntax (``brave_search.call(query="x")``:
+    the call ``brave_search`` with ``{"query": "x"}``, keyword arguments with literal values), or raw code
+    (the ipython convention: the call ``code_tool`` with ``{"code": <the text>}``).
+
+    ``content_args``: ``code_tool`` (required): the name of the call that raw code is (Meta's
+    ``code_interpreter``); ``json_calls``: the ``json-calls`` arguments.
+    """
+    call = _code_body(text, args)
+    return parse_json_calls(text, args.get("json_calls", {})) if call is None else [call]
+
+
+def recover_json_calls_or_code(text: str, args: Args) -> tuple[Good, list[BadItem]]:
+    """``parse_json_calls_or_code`` item by item: a built-in call or raw code is one item."""
+    try:
+        call = _code_body(text, args)
+    except ValueError as error:
+        return [], [BadItem(text, str(error), at_end=True)]
+    return recover_json_calls(text, args.get("json_calls", {})) if call is None else ([(call, text)], [])
+
+
+def _check_code(args: Args) -> None:
+    check_allowed("json-calls-or-code", args, _CODE_ARGS)
+    if not args.get("code_tool"):
+        raise ValueError("json-calls-or-code: content_args.code_tool is required (the call raw code is)")
+    validate_json_calls_args(args.get("json_calls", {}))
+
+
+_PYTHON_CALL: dict[str, Any] = {"brackets": "forbidden", "json_literals": False}
+
 EXTENSIONS = {
     "json-calls-or-function": (parse_json_calls_or_function, _check, recover_json_calls_or_function),
+    "json-calls-or-code": (parse_json_calls_or_code, _check_code, recover_json_calls_or_code),
 }
 
 

@@ -57,6 +57,10 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})  # default values shar
 # Text that reads as words (letters, digits, spaces): at the end of a text region it is text, even when it
 # begins a header written in words (GigaChat's 'user<|role_sep|>': a reply may end with "ask the user").
 _WORDS = regex.compile(r"[\w\s]*")
+# An opener that captures this group (even empty) opens a region that runs to its close or the end of the
+# turn, although its field ends with its value (``chatparse.ends_with_value``): Llama's ``<|python_tag|>``
+# before a built-in tool call or raw code, where a bracket closing is not the end of the call.
+_TO_END = "to_end"
 
 
 def _words_cut(scanner: DelimiterScanner, buf: str, start: int) -> bool:
@@ -669,7 +673,7 @@ class ResponseParser:
         best, hold = self._scan_delimiters(eos)
         if self._tracker is not None and self._opened and self._current != self._implicit:
             field = self._template.fields[self._current]  # type: ignore[index]
-            if field.ext.ends_with_value:
+            if field.ext.ends_with_value and _TO_END not in self._captures:
                 end = self._value_end(best[2].start if best is not None else hold)
                 if end >= 0:
                     best = (_CLOSE, field, Hit(end, end, {}, False))

@@ -17,7 +17,8 @@ Field level:
   close], ...]}`` (opaque spans such as ``<arg_value>`` … ``</arg_value>``), followed as it streams.
 - ``guard`` (default true with a structure): the close and the end markers count only outside strings
   and spans, so marker text inside a value is data.
-- ``ends_with_value``: the region closes where its top-level bracketed value ends (bare JSON calls).
+- ``ends_with_value``: the region closes where its top-level bracketed value ends (bare JSON calls),
+  unless its opener captured the group ``to_end`` (even empty): then it runs to its close or the turn's end.
 - ``truncation``: a region the end of the text (or the end marker) closes instead of its own close is
   checked: an incomplete body (or one that fails to parse) is reported as ``truncated`` and never
   returned as a value; complete items of a list before the cut are kept.

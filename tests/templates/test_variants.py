@@ -241,3 +241,16 @@ def test_llama31_builtin_tool_calls() -> None:
         ("wolfram_alpha", {"query": "solve [x^2 - 4 = 0] for x (real) <|eot_id|>"})]
     cut = parsed("llama3_json", "builtin_call_cut_by_the_end")
     assert "tool_calls" not in cut and "content" not in cut and malformed_codes(cut) == ["truncated"]
+
+
+# --- Cohere Command: citations out of the text, beside it -----------------------------------------------------
+
+
+def test_cohere_citations_are_kept_out_of_the_text() -> None:
+    message = parsed("cohere_command", "citations_after_tool_result")
+    assert message["content"] == "It is 21 °C and sunny, with light wind in Seoul."
+    assert message["citations"] == [
+        {"sources": [{"tool_call": 0, "results": [0]}]},
+        {"sources": [{"tool_call": 0, "results": [0]}, {"tool_call": 1, "results": [0, 2]}]},
+    ]
+    assert message["thinking"] == "Cite the <co> results."

@@ -16,6 +16,7 @@ register_builtin_parsers()
 # Named extensions for formats the v1 builtins cannot express (imported for their registrations).
 from chatparse.content import (  # noqa: E402, F401
     bare_key_objects,
+    citations,
     element_trees,
     escaped_newlines,
     function_heads,

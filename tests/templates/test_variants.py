@@ -164,6 +164,7 @@ def test_glm_cut_inside_a_value_is_not_repaired() -> None:
     ("json_in_other_tags", ["get_weather", "get_time", "write_file", "get_time"]),
     ("json_in_code_fences", ["get_weather", "get_time", "write_file"]),
     ("bare_json_object_call", ["get_weather"]),
+    ("bare_json_object_then_prose", ["get_weather"]),
     ("tagged_call_then_code_block", ["get_time", "get_weather"]),
 ])
 def test_hermes_other_spellings_are_calls_for_the_request_tools(stem: str, names: list[str]) -> None:
@@ -172,6 +173,11 @@ def test_hermes_other_spellings_are_calls_for_the_request_tools(stem: str, names
     assert "malformed" not in message
     for marker in ("<function", "</function>", "<tool", "<json>", "<response>", "<JSON>", '"name"'):
         assert marker not in message.get("content", "")
+
+
+def test_hermes_prose_after_a_bare_object_is_content() -> None:
+    assert parsed("hermes", "bare_json_object_then_prose")["content"] == (
+        "Checking now.\n\nI will save the forecast once it arrives.")
 
 
 def test_hermes_head_names_the_call_not_an_argument() -> None:

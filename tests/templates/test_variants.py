@@ -185,7 +185,8 @@ def test_hermes_head_names_the_call_not_an_argument() -> None:
     assert name == "create_event" and arguments["name"] == "ignored-by-nobody"
 
 
-@pytest.mark.parametrize("stem", ["json_explained_in_prose_stays_content", "other_spellings_without_tools_stay_content"])
+@pytest.mark.parametrize("stem", ["json_explained_in_prose_stays_content", "other_spellings_without_tools_stay_content",
+                                  "nested_call_shaped_object_stays_content"])
 def test_hermes_other_spellings_without_a_known_tool_are_content_as_written(stem: str) -> None:
     case = load_case(CORPUS / "hermes" / f"{stem}.json")
     message = parsed("hermes", stem)

@@ -756,7 +756,9 @@ class _Shape:
 
 def _call_shape(fld: CompiledField) -> _Shape:
     if fld.content == "json-calls":
-        return _json_calls_shape(fld)
+        return _json_calls_shape(fld, fld.content_args)
+    if fld.content in ("json-calls-or-function", "json-calls-or-code"):  # other spellings are not read early
+        return _json_calls_shape(fld, fld.content_args.get("json_calls", {}))
     transform = fld.transform
     fn = transform.get("function") if isinstance(transform, Mapping) and not fld.transform_each else None
     if fn == "{content}":  # the body is the function object itself: {"name": …, "arguments": {…}}
@@ -781,10 +783,9 @@ def _call_shape(fld: CompiledField) -> _Shape:
                   args_whole=args == "{content}", args_keys=(args_key,) if args_key else (), body=body)
 
 
-def _json_calls_shape(fld: CompiledField) -> _Shape:
+def _json_calls_shape(fld: CompiledField, args: Mapping[str, Any]) -> _Shape:
     """One ``json-calls`` call object per region (``accept: ["object"]``, ``transform_each`` with
     ``{name}``/``{arguments}``): the name and the arguments are top-level keys, in their spellings."""
-    args = fld.content_args
     transform = fld.transform if isinstance(fld.transform, Mapping) else {}
     if (list(args.get("accept", ["array"])) != ["object"] or args.get("name_as_key")
             or args.get("decode_string_arguments") or not fld.transform_each

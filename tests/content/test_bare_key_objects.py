@@ -78,3 +78,21 @@ def test_a_raw_newline_inside_a_json_string_is_kept() -> None:
     # Strict JSON forbids a raw control character in a string; its meaning is unambiguous (a repair).
     args = {"string_delims": [["<escape>", "<escape>"]]}
     assert parse_bare_key_object('{code:"l1\n\tl2",n:2}', args) == {"code": "l1\n\tl2", "n": 2}
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ("{a:<escape>x<escape>b:2}", {"a": "x", "b": 2}),
+    ("{a:{c:1}b:[1,2]d:<escape>y<escape>}", {"a": {"c": 1}, "b": [1, 2], "d": "y"}),
+    ('{a:"x"b:true}', {"a": "x", "b": True}),
+])
+def test_missing_commas_after_delimited_values(body: str, expected: dict[str, Any]) -> None:
+    args = {"string_delims": [["<escape>", "<escape>"]], "missing_commas": True}
+    assert parse_bare_key_object(body, args) == expected
+    with pytest.raises(ValueError, match="expected ','"):
+        parse_bare_key_object(body, {"string_delims": [["<escape>", "<escape>"]]})  # strict by default
+
+
+def test_missing_comma_after_a_bare_scalar_still_raises() -> None:
+    with pytest.raises(ValueError):
+        parse_bare_key_object("{a:1b:<escape>x<escape>}", {"string_delims": [["<escape>", "<escape>"]],
+                                                           "missing_commas": True})

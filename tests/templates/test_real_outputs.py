@@ -122,6 +122,11 @@ def _tools_requiring_what_was_written(case: dict[str, Any], calls: list[dict[str
     return tools
 
 
+# GLM models drop a call's last '</arg_value>': a text that ends with '</tool_call>' inside a value (nothing
+# after it but end markers) is a call closed there, from the text alone; with finish_reason="length" it is cut.
+CLOSED_AT_END = {"glm45": "</tool_call>", "glm47": "</tool_call>"}
+
+
 def _cut_points(text: str, rng: random.Random, limit: int = 160) -> list[int]:
     points = list(range(len(text) + 1))
     return points if len(points) <= limit else sorted(rng.sample(points, limit))
@@ -139,6 +144,8 @@ def test_a_cut_call_is_never_returned_as_a_call(family: str, path: Path) -> None
     rng = random.Random(zlib.crc32(case_id(family, path).encode()))
     for k in _cut_points(case["output"], rng):
         text = case["output"][:k]
+        if family in CLOSED_AT_END and text.rstrip().endswith(CLOSED_AT_END[family]):
+            continue  # read as a call whose last value lost its close; the finish_reason test below covers it
         message = chatparse.parse_response(text, template, prefix=case["prefix"], **options)
         got = message.get("tool_calls", [])
         assert got == full[: len(got)], f"cut at {k}: {text[-40:]!r} gave {got[len(got) - 1:]}"

@@ -72,7 +72,7 @@ def test_template_compiles_and_follows_the_conventions(name: str) -> None:
     template = get_template(name)
     compiled = chatparse.load_template(template)
     assert template["defaults"] == {"role": "assistant"}
-    assert set(template["fields"]) <= {"thinking", "content", "tool_calls"}
+    assert set(template["fields"]) <= {"thinking", "content", "tool_calls", "citations"}  # citations: Cohere grounding
     assert "tool_calls" in template["fields"] or name in CONTENT_ONLY
     assert compiled.implicit in (None, "content")  # gpt-oss has an explicit final channel
 

@@ -16,13 +16,16 @@ register_builtin_parsers()
 # Named extensions for formats the v1 builtins cannot express (imported for their registrations).
 from chatparse.content import (  # noqa: E402, F401
     bare_key_objects,
+    citations,
     element_trees,
     escaped_newlines,
+    function_heads,
     json_calls,
     python_calls,
     tagged_calls,
     xml_invokes,
     xml_params,
+    xml_repairs,
     xml_text,
 )
 

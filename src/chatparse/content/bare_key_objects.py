@@ -25,7 +25,7 @@ _SPACE = regex.compile(r"\s*")
 _NUMBER = regex.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _CONSTANTS: dict[str, Any] = {"true": True, "false": False, "null": None}
 _JSON_STRING = regex.compile(r'"(?:[^"\\]|\\.)*"', regex.DOTALL)
-_ARGS: dict[str, type | tuple[type, ...]] = {"string_delims": list, "json_strings": bool}
+_ARGS: dict[str, type | tuple[type, ...]] = {"string_delims": list, "json_strings": bool, "missing_commas": bool}
 
 
 class _Reader:
@@ -36,6 +36,7 @@ class _Reader:
         self.pos = 0
         self.delims: list[tuple[str, str]] = [(o, c) for o, c in args.get("string_delims", [])]
         self.json_strings: bool = args.get("json_strings", True)
+        self.missing_commas: bool = args.get("missing_commas", False)
         # Characters that end a bare key or a bare scalar: structure, and the first character of every
         # string opener (a bare word never runs into a delimited string).
         self.stops = set(",:{}[]") | {o[0] for o, _ in self.delims} | ({'"'} if self.json_strings else set())
@@ -117,11 +118,18 @@ class _Reader:
             if key is None:
                 key = self.bare("a key")
             self.take(":")
+            start = self.pos
             out[key] = self.value(depth + 1)
-            if not self.peek("}"):
+            if not self.peek("}") and not (self.missing_commas and self.delimited(start) and not self.peek(",")):
                 self.take(",")
         self.pos += 1
         return out
+
+    def delimited(self, start: int) -> bool:
+        """Whether the value read from ``start`` ended with its own closing delimiter (a delimited or JSON
+        string, an object, a list), so the next key can be told from it without a comma."""
+        text = self.text[start : self.pos].strip()
+        return text[-1:] in ("}", "]", '"') or any(text.endswith(close) for _, close in self.delims)
 
 
 def _scalar(word: str) -> Any:
@@ -143,7 +151,9 @@ def parse_bare_key_object(body: str, args: Args) -> dict[str, Any]:
     strings between a ``string_delims`` pair (their text verbatim: newlines, quotes, braces and commas
     are data), JSON strings (``json_strings``, default true), nested objects and lists, JSON numbers,
     ``true``/``false``/``null``, and any other bare word as a string. ``content_args``: ``string_delims``
-    (list of ``[open, close]`` pairs, required), ``json_strings``. Raises ``ValueError`` on anything else.
+    (list of ``[open, close]`` pairs, required), ``json_strings``, ``missing_commas`` (a lax repair: no
+    comma is needed after a value that ends with its own closing delimiter, ``{a:<escape>x<escape>b:1}``).
+    Raises ``ValueError`` on anything else.
     """
     reader = _Reader(body, args)
     reader.skip()

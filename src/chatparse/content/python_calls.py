@@ -34,6 +34,8 @@ _NAME = re.compile(r"[^\W\d]\w*(?:[.\-][^\W\d]\w*)*")
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
 _NUMBER = re.compile(r"[+-]?(?:(?P<int>\d+)(?![.eEjJ\d])|(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)(?![\w.])")
 _STRING_START = re.compile(r"(?P<prefix>[rRuU]?)(?P<quote>'''|\"\"\"|'|\")")
+# What may follow a string literal: the end, a separator or closer, a dict colon, another string.
+_AFTER_STRING = re.compile(r"[ \t]*(?:$|[,)\]}:\n]|[rRuU]?['\"])")
 _SPACE = re.compile(r"(?:[ \t\r\n]|\\\r?\n|#[^\n]*)*")
 _PYTHON_CONSTANTS: dict[str, Any] = {"True": True, "False": False, "None": None}
 _JSON_CONSTANTS: dict[str, Any] = {"true": True, "false": False, "null": None}
@@ -150,6 +152,8 @@ class _CallReader:
                 return self.read_items(closer, lambda: self.read_value(depth + 1))
         if self.text.startswith("{", self.position):
             self.position += 1
+            if self.repairs:
+                return self.read_dict_or_set(depth)
             return dict(self.read_items("}", lambda: self.read_pair(depth + 1)))
         number = _NUMBER.match(self.text, self.position)
         if number is not None:
@@ -159,6 +163,21 @@ class _CallReader:
             self.position = word.end()
             return self.constants[word[0]]
         self.fail("a literal value (string, number, list, dict, tuple, True/False/None)")
+
+    def read_dict_or_set(self, depth: int) -> Any:
+        """After ``{``: a dict, or (a repair) a set literal, read as the list of its distinct items in the
+        order written (JSON has no sets; ``{}`` stays an empty dict, as in Python)."""
+        start = self.position
+        try:
+            return dict(self.read_items("}", lambda: self.read_pair(depth + 1)))
+        except ValueError:
+            self.position = start
+        items = self.read_items("}", lambda: self.read_value(depth + 1))
+        distinct: list[Any] = []
+        for item in items:
+            if item not in distinct:
+                distinct.append(item)
+        return distinct
 
     def read_items(self, closer: str, read_item: Callable[[], Any]) -> list[Any]:
         items: list[Any] = []
@@ -215,7 +234,10 @@ class _CallReader:
             char = self.text[self.position]
             if self.text.startswith(quote, self.position):
                 self.position += len(quote)
-                return "".join(out)
+                if not (self.repairs and len(quote) == 1 and self.quote_is_data()):
+                    return "".join(out)
+                out.append(quote)
+                continue
             if char == "\n" and len(quote) == 1 and not self.repairs:
                 self.fail(f"the closing {quote} before the end of the line")
             if char == "\\" and self.position + 1 < len(self.text):
@@ -225,6 +247,13 @@ class _CallReader:
                 continue
             out.append(char)
             self.position += 1
+
+    def quote_is_data(self) -> bool:
+        """(A repair) whether the quote just read is text inside the string rather than its close: what
+        follows it (after spaces) cannot follow a string literal, e.g. ``command='sed -n '360,450p' f'``
+        (a quote followed by ``360``), and a later quote can close the string."""
+        rest = _AFTER_STRING.match(self.text, self.position)
+        return rest is None and self.text.find(self.text[self.position - 1], self.position) >= 0
 
     def read_escape(self) -> str:
         code = self.text[self.position + 1]
@@ -275,7 +304,9 @@ def parse_python_calls(body: str, args: Mapping[str, Any]) -> list[Call]:
     ``comma_or_newline``, default); ``json_literals`` (``true/false/null`` too, default true);
     ``accept_json`` (a JSON list of ``{"name", "arguments"}`` objects is accepted as well, LFM2);
     ``repairs`` (lax model-boundary repairs: a raw newline inside a quoted string is kept, integers
-    with leading zeros such as ``07`` are read as 7). Positional arguments are rejected.
+    with leading zeros such as ``07`` are read as 7, a set literal ``{1, 2}`` is the list of its distinct
+    items, and a quote that cannot end its string, since what follows it cannot follow a string and a
+    later quote can close it, is text: ``command='sed -n '360,450p' f'`` holds the inner quotes). Positional arguments are rejected.
     """
     text = body.strip()
     if args.get("accept_json", False) and text[:1] in ("[", "{"):

@@ -28,6 +28,16 @@ class BadItem:
     code: str = "content_parse_failed"
 
 
+@dataclass(frozen=True)
+class Repaired:
+    """What a parser returns for a body it could read only after repairing it (a tag the model dropped):
+    the value, and each repair as ``(code, note)``. The engine keeps the value and lists every repair
+    under ``message["repaired"]`` as ``{"field", "code", "raw"}``, so a repaired call is never silent."""
+
+    value: Any
+    repairs: tuple[tuple[str, str], ...]
+
+
 # ``recover(body, args) -> ([(value, raw text), ...], [BadItem, ...])`` in the order of the body.
 RecoverFunc = Callable[[str, Mapping[str, Any]], tuple[list[tuple[Any, str]], list[BadItem]]]
 

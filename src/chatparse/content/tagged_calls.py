@@ -83,12 +83,17 @@ def _check_tagged_call(args: Args) -> None:
     check_allowed("tagged-call", args, _ARGS)
     if "params" not in args:
         raise ValueError("tagged-call: content_args.params is required (the xml-params arguments of the parameters)")
+    check_params_arg("tagged-call", args)
+
+
+def check_params_arg(parser: str, args: Args) -> None:
+    """``content_args.params`` of a parser that reads its parameters with ``xml-params``, checked as those."""
     check_params = XML_PARAMS["xml-params"][1]
     assert check_params is not None
     try:
         check_params(args["params"])
     except ValueError as exc:
-        raise ValueError(f"tagged-call: content_args.params: {exc}") from exc
+        raise ValueError(f"{parser}: content_args.params: {exc}") from exc
 
 
 EXTENSIONS = {"tagged-call": (parse_tagged_call, _check_tagged_call, None)}

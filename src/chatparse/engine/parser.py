@@ -15,7 +15,7 @@ from typing import Any, Literal
 import regex
 
 from chatparse.content.args import regex_deadline
-from chatparse.content.registry import BadItem
+from chatparse.content.registry import BadItem, Repaired
 from chatparse.engine.limits import DEFAULT_LIMITS, Limits, RegexBudget
 from chatparse.engine.scanner import DelimiterScanner, Hit
 from chatparse.engine.tool_typing import coerce_tool_calls
@@ -69,6 +69,10 @@ _PEEK = 512
 # Text that reads as words (letters, digits, spaces): at the end of a text region it is text, even when it
 # begins a header written in words (GigaChat's 'user<|role_sep|>': a reply may end with "ask the user").
 _WORDS = regex.compile(r"[\w\s]*")
+# An opener that captures this group (even empty) opens a region that runs to its close or the end of the
+# turn, although its field ends with its value (``chatparse.ends_with_value``): Llama's ``<|python_tag|>``
+# before a built-in tool call or raw code, where a bracket closing is not the end of the call.
+_TO_END = "to_end"
 
 
 def _words_cut(scanner: DelimiterScanner, buf: str, start: int) -> bool:
@@ -755,7 +759,7 @@ class ResponseParser:
         best, hold = self._scan_delimiters(eos)
         if self._tracker is not None and self._opened and self._current != self._implicit:
             field = self._template.fields[self._current]  # type: ignore[index]
-            if field.ext.ends_with_value:
+            if field.ext.ends_with_value and _TO_END not in self._captures:
                 end = self._value_end(best[2].start if best is not None else hold)
                 if end >= 0:
                     best = (_CLOSE, field, Hit(end, end, {}, False))
@@ -951,6 +955,9 @@ class ResponseParser:
                         break  # a span close before the marker waits for the text after it: hold
                     if guarded:
                         continue
+                if kind == _OPEN and field is not None and field.ext.known_tools and not self._names_a_tool(hit):
+                    self._emit_to(events, max(hit.end, hit.start + 1))  # not a call: the opener is text
+                    continue
                 if hit.start > self._pos:
                     self._emit_to(events, hit.start)
                 self._pos = hit.end
@@ -989,6 +996,12 @@ class ResponseParser:
             if hold > self._pos:
                 self._emit_to(events, hold)
             break
+
+    def _names_a_tool(self, hit: Hit) -> bool:
+        """For a ``known_tools`` field: whether the opener ``hit`` may open, i.e. it captured no ``name`` or
+        the request's tools have a tool of that name."""
+        name = hit.groups.get("name")
+        return name is None or name.strip() in self._tool_params
 
     def _guards_data(self, events: list[Event], hit: Hit, kind: int, eos: bool) -> bool | None:
         """For a guarded region: True (and the marker taken as body text) when ``hit`` starts inside a
@@ -1086,7 +1099,8 @@ class ResponseParser:
         so is, in a text region, a cut that is only words (``user`` of ``user<|role_sep|>``): the marker has
         not reached its special token, and the words are more likely the model's own. A regex delimiter
         that looks ahead may be a whole word waiting only for what follows it (Phi-4's ``functools``, a
-        call only when ``[`` follows): its cut stays a cut."""
+        call only when ``[`` follows): its cut stays a cut. An opener of a ``known_tools`` field that is not
+        tag-shaped (a code fence, a brace: prose ends with them) is text."""
         buf, pos = self._buf, self._pos
         if pos >= len(buf) or not self._template.chatparse_only:
             return
@@ -1098,7 +1112,8 @@ class ResponseParser:
         for kind, field, scanner in self._watchlist():
             hit = scanner.find(buf, pos, False, self._version, -1)
             if hit is not None and hit.pending and hit.start >= pos and len(buf[hit.start :].strip()) >= least \
-                    and (least == 1 or not _words_cut(scanner, buf, hit.start)):
+                    and (least == 1 or not _words_cut(scanner, buf, hit.start)) \
+                    and not (kind == _OPEN and field is not None and field.ext.known_tools and buf[hit.start] != "<"):
                 if cut is None or hit.start < cut[0]:
                     cut = (hit.start, kind, field)
         if cut is None:
@@ -1195,6 +1210,10 @@ class ResponseParser:
 
     def _close_region(self, events: list[Event], name: str, field: CompiledField, body: str, cut: bool,
                       close_text: str, limit: bool = False) -> None:
+        if cut and not limit:
+            closed = self._closed_at_end(field, body)
+            if closed is not None:
+                body, close_text, cut = closed[0], closed[1], False
         if cut and field.ext.truncation and not self._complete(field, body, limit):
             raw = self._open_text + body
             cause = "the token limit cut the text" if limit else "the text ends"
@@ -1208,6 +1227,11 @@ class ResponseParser:
                                                         limit=checked and limit)
             else:
                 value, problems = process_region(field, body, self._captures), []
+            repairs: list[dict[str, Any]] = []
+            if isinstance(value, Repaired):
+                raw = self._open_text + body + close_text
+                repairs = [{"field": name, "code": code, "raw": raw, "note": note} for code, note in value.repairs]
+                value = value.value
             # With or without tools: arguments a reader structured become plain dicts (tool_typing).
             value = coerce_tool_calls(value, self._tool_params, field.ext.python_literals)
             if recover and not value and len(problems) == 1 and problems[0]["whole"]:
@@ -1228,12 +1252,42 @@ class ResponseParser:
             self._report(events, name, exc.code, self._open_text + body + close_text, str(exc))
             return
         event: Event = {"type": "region_close", "field": name, "value": value}
+        if repairs:
+            event["repaired"] = repairs
+            self._output.setdefault("repaired", []).extend(
+                {"field": r["field"], "code": r["code"], "raw": r["raw"]} for r in repairs)
         if problems:
             event["malformed"] = [{k: v for k, v in p.items() if k != "whole"} for p in problems]
             self._output.setdefault("malformed", []).extend(
                 {"field": p["field"], "code": p["code"], "raw": p["raw"]} for p in problems)
         events.append(event)
         self._reset_to_implicit()
+
+    def _closed_at_end(self, field: CompiledField, body: str) -> tuple[str, str] | None:
+        """A guarded region the end of the text cut inside a span, whose body holds the region's own
+        literal close followed by nothing, or by an end marker or a next-turn header, and parses up to that
+        close: ``(body, close)``, and what follows the end marker is the turn's trailing text. The end of
+        the turn after the close is the structure going on (a value that lost its closing tag before the
+        call's close, GLM's last ``</arg_value>``), so the region closed there; None otherwise."""
+        close, structure = field.close, field.ext.structure
+        if not field.ext.guard or close is None or close.literals is None or structure is None or structure.syntax:
+            return None  # JSON or Python strings: a cut string is a cut call
+        ext = self._template.ext
+        for literal in close.literals:
+            at = body.find(literal)
+            while at > 0:
+                after = body[at + len(literal) :].lstrip()
+                marker = next((m for m in ext.end if after.startswith(m)), None)
+                if not after or marker is not None or any(after.startswith(h) for h in ext.next_turn):
+                    try:
+                        run_content_parser(field, body[:at])
+                    except OutputError:
+                        return None  # not a whole body before it either: the cut stays a cut
+                    if after:
+                        self._trailing.append(after[len(marker) :] if marker is not None else after)
+                    return body[:at], literal
+                at = body.find(literal, at + len(literal))
+        return None
 
     def _complete(self, field: CompiledField, body: str, limit: bool = False) -> bool:
         """Whether a region cut by the end of the text holds a whole body: its syntax is closed (or,
@@ -1459,8 +1513,15 @@ class _Discard(list[Event]):
 
 
 def process_region(field: CompiledField, body: str, captures: dict[str, Any]) -> Any:
-    """A region's value: its content parser over ``body``, then the field's transform."""
+    """A region's value: its content parser over ``body``, then the field's transform (a ``Repaired``
+    value stays wrapped around its transformed value)."""
     value = run_content_parser(field, body)
+    if isinstance(value, Repaired):
+        return Repaired(_transformed(field, value.value, captures), value.repairs)
+    return _transformed(field, value, captures)
+
+
+def _transformed(field: CompiledField, value: Any, captures: dict[str, Any]) -> Any:
     fill = field.fill
     if fill is None:
         return value

@@ -22,7 +22,8 @@ Field level:
 - ``span_fallback``: for formats whose models drop a value's close. When the text ends with a span still
   open, the first marker the guard took as data inside that span (the region's close, an end marker, a
   next-turn header) counts after all, as if the guard had been off from there on.
-- ``ends_with_value``: the region closes where its top-level bracketed value ends (bare JSON calls).
+- ``ends_with_value``: the region closes where its top-level bracketed value ends (bare JSON calls),
+  unless its opener captured the group ``to_end`` (even empty): then it runs to its close or the turn's end.
 - ``truncation``: a region the end of the text (or the end marker) closes instead of its own close is
   checked: an incomplete body (or one that fails to parse) is reported as ``truncated`` and never
   returned as a value; complete items of a list before the cut are kept.
@@ -33,6 +34,9 @@ Field level:
 - ``lone_close``: literal closes of this (reasoning) field, each also a ``drop`` marker. When the prompt
   opened no region of the field, text from the start of the output to the first of them written with no
   region open is this field's (the model opened it implicitly); without one it stays content.
+- ``known_tools``: an opener match that captures ``name`` opens the region only when the request's tools
+  name that tool (and tools were given); otherwise its text is text. Matches without ``name`` always open.
+  For lax spellings a model may also write in prose (a bare JSON object, a code fence).
 """
 
 from __future__ import annotations
@@ -49,7 +53,8 @@ from chatparse.structure import SYNTAXES, Structure
 EXTENSION_KEY = "chatparse"
 TEMPLATE_EXT_KEYS = ("end", "next_turn", "discard_after_end", "drop")
 FIELD_EXT_KEYS = ("structure", "guard", "ends_with_value", "truncation", "extend", "strip_joined",
-                  "python_literals", "span_fallback", "lone_close")
+                  "python_literals", "span_fallback", "lone_close",
+                  "known_tools")
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,7 @@ class FieldExt:
     python_literals: bool = False
     span_fallback: bool = False
     lone_close: tuple[str, ...] = ()
+    known_tools: bool = False
 
 
 NO_TEMPLATE_EXT = TemplateExt()
@@ -201,4 +207,4 @@ def field_ext(name: str, spec: Mapping[str, Any], *, repeats: bool, join: str | 
     return FieldExt(structure=structure, guard=guard, ends_with_value=ends,
                     truncation=_flag(raw, "truncation", scope, name), extend=extend, strip_joined=strip_joined,
                     python_literals=_flag(raw, "python_literals", scope, name), span_fallback=span_fallback,
-                    lone_close=lone_close)
+                    lone_close=lone_close, known_tools=_flag(raw, "known_tools", scope, name))

@@ -90,7 +90,16 @@ def _cuts(family: str, case: dict[str, Any]) -> list[tuple[str, int, int, bool]]
     start = case["output"].rfind(body)
     assert start >= 0
     field = template["fields"]["tool_calls"]
-    own_close = field.get("chatparse", {}).get("ends_with_value") or field.get("content") == "xml-invokes"
+    # The value's own bracket closes the call where the region has no close of its own after the body (a
+    # wrapped spelling, '<tool_call>{...}</tool_call>', has one; a region running to the turn's end,
+    # Llama's '<|python_tag|>brave_search.call(...)', ends at the end marker, not at a bracket).
+    # (an opener that captured ``to_end`` runs to the region's close instead, see template.extensions).
+    opener = load_template(template).fields["tool_calls"].open
+    to_end = opener is not None and any(
+        m.end() == start and m.groupdict().get("to_end") is not None
+        for m in opener.pattern.finditer(case["output"], overlapped=True))
+    own_close = (field.get("chatparse", {}).get("ends_with_value") and not to_end) \
+        or field.get("content") == "xml-invokes"
     one_list = body.lstrip().startswith("[")
     cut_one = before if one_list else before + len(values) - 1  # the region's calls the cut takes
     inside = start + (body.rfind("invoke>") + 6 if field.get("content") == "xml-invokes" else len(body.rstrip()) - 1)

@@ -767,8 +767,8 @@ def _call_shape(fld: CompiledField) -> _Shape:
         return _Shape()
     name, args = fn.get("name"), fn.get("arguments")
     body = {"json": "json", "xml-inline": "xml", "xml-params": "xml"}.get(fld.content, "")
-    if body == "json" and fld.content_args:
-        body = ""  # dialect knobs (unquoted keys, lifted strings): the scanner reads strict JSON only
+    if body == "json" and set(fld.content_args) - {"raw_control_chars"}:
+        body = ""  # dialect knobs (unquoted keys, lifted strings): the scanner reads JSON only
     if body == "xml" and _xml_args_unusual(fld):
         body = ""
     name_capture = name_key = None

@@ -113,7 +113,7 @@ def test_a_chat_completion_stream_pickled_mid_stream_goes_on_as_the_original(fam
 def test_a_failed_parser_stays_failed_when_pickled() -> None:
     parser = chatparse.ResponseParser("hermes", "")
     with pytest.raises(chatparse.ChatparseError):
-        parser.feed('<tool_call>\n{"name": oops}\n</tool_call>')
+        parser.feed('<tool_call>\n{"name": oops}\n</tool_call>\nDone.')  # text after the close decides it
     copied = pickle.loads(pickle.dumps(parser))
     with pytest.raises(chatparse.UsageError) as info:
         copied.feed("The answer is 42.")

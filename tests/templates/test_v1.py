@@ -61,10 +61,12 @@ def _tokenizer_with(tmp_path: Path, name: str) -> Any:
 def test_the_split_is_what_v1_can_say() -> None:
     """Calls as JSON objects (one per region) or as parameters each closed by a fixed tag; the rest need
     chatparse's parsers or its end-of-value rule."""
-    assert V1_NAMES == ["deepseek_r1", "deepseek_v3", "deepseek_v3.1", "ernie45", "functionary_v3_1", "gemma2", "glm45",
-                        "glm47", "gpt_oss", "hermes", "inkling", "kimi_k2", "ling3", "llm_jp_4.1", "longcat", "mimo",
-                        "minimax_m2", "plamo3", "poolside_v1", "qwen3", "qwen3.5", "qwen3_coder", "qwen3_thinking_2507",
-                        "seed_oss", "smollm3", "step3"]
+    # hermes, glm45 and glm47 read spellings v1 cannot say (bare JSON objects that need the request's tools,
+    # GLM's dropped-tag repairs): their v1 form is refused with the reason.
+    assert V1_NAMES == ["deepseek_r1", "deepseek_v3", "deepseek_v3.1", "ernie45", "functionary_v3_1", "gemma2", "gpt_oss",
+                        "inkling", "kimi_k2", "ling3", "llm_jp_4.1", "longcat", "mimo", "minimax_m2", "plamo3",
+                        "poolside_v1", "qwen3", "qwen3.5", "qwen3_coder", "qwen3_thinking_2507", "seed_oss", "smollm3",
+                        "step3"]
 
 
 @pytest.mark.parametrize("name", V1_NAMES)
@@ -149,7 +151,7 @@ def test_install_v1_of_a_builtin_v1_cannot_express_leaves_the_config_unchanged(
 
 
 def test_show_v1(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["templates", "show", "--v1", "hermes"]) == 0
+    assert main(["templates", "show", "--v1", "qwen3"]) == 0
     shown = json.loads(capsys.readouterr().out)
-    assert shown["template"] == get_template("hermes", v1=True)
-    assert shown["v1_losses"] == list(v1_form("hermes").losses)
+    assert shown["template"] == get_template("qwen3", v1=True)
+    assert shown["v1_losses"] == list(v1_form("qwen3").losses)

@@ -250,11 +250,17 @@ class ResponseParser:
         state = {k: v for k, v in self.__dict__.items() if k not in _DERIVED}
         state["_quiet"] = self._quiet is not None  # armed: the entry is looked up again on load
         state["_forming_table"] = self._forming_table is not None
+        for key in ("_lone_field", "_lone"):  # compiled fields: by name (the template is pickled as its source)
+            fld = state.get(key)
+            state[key] = fld.name if fld is not None else None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         armed, forming = state.pop("_quiet"), state.pop("_forming_table")
         self.__dict__.update(state)
+        for key in ("_lone_field", "_lone"):
+            name = getattr(self, key, None)
+            setattr(self, key, self._template.fields[name] if name is not None else None)
         self._known = None  # a scan answer handed within one feed (see ``_feed_forming``)
         self._attach_template()
         region = None if self._current == self._implicit else self._current

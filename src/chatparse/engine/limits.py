@@ -46,7 +46,7 @@ class Limits:
     max_holdback: int = 4096
     per_char: float = 1e-5
     transform_copies: int = 64
-    lone_hold: int = 2048
+    lone_hold: int = 256
 
     def __post_init__(self) -> None:
         for name in ("search_timeout", "feed_budget", "message_budget"):

@@ -123,3 +123,30 @@ def test_progress_is_drawn_on_a_terminal_and_cleared(tmp_path: Path, capsys: pyt
     err = capsys.readouterr().err
     assert "\rchatparse templates synthesize: renders 1, " in err and " s of 120 s" in err
     assert "\r\033[K" in err  # the line is cleared before the result is reported
+
+
+def test_an_output_that_cannot_be_written_is_said_before_the_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """`-o` into a missing directory: a setup error (exit 2) before any render; an existing output is
+    replaced whole (written beside it, renamed), and kept as it was when the synthesis fails."""
+    import chatparse.synthesize as synthesize
+
+    jinja = tmp_path / "chat_template.jinja"
+    jinja.write_text(source("qwen3"), encoding="utf-8")
+    calls: list[str] = []
+    real = synthesize.synthesize_template
+    monkeypatch.setattr(synthesize, "synthesize_template",
+                        lambda *a, **k: calls.append("rendered") or real(*a, **k))
+    missing = tmp_path / "no-such-dir" / "template.json"
+    assert main(["templates", "synthesize", str(jinja), "--messages", "5", "-o", str(missing)]) == 2
+    assert "unwritable_output" in capsys.readouterr().err and calls == []
+    out = tmp_path / "template.json"
+    out.write_text("previous\n", encoding="utf-8")
+    broken = tmp_path / "broken.jinja"
+    broken.write_text("{{ no template here }}", encoding="utf-8")
+    assert main(["templates", "synthesize", str(broken), "--messages", "5", "-o", str(out)]) == 2
+    assert out.read_text(encoding="utf-8") == "previous\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".part")] == []
+    assert main(["templates", "synthesize", str(jinja), "--messages", "5", "-o", str(out),
+                 "--set", "eos_token=<|im_end|>"]) in (0, 1)
+    assert json.loads(out.read_text(encoding="utf-8"))["start_anchor"] == "<|im_start|>assistant\n"

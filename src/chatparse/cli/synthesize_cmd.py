@@ -11,7 +11,16 @@ import sys
 import time
 from typing import Any
 
-from chatparse.cli.io import EXIT_FAILED, EXIT_OK, EXIT_USAGE, eprint, is_terminal, report, safe_text
+from chatparse.cli.io import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    OutputFile,
+    eprint,
+    is_terminal,
+    report,
+    safe_text,
+)
 from chatparse.errors import ChatparseError
 
 COMMAND = "chatparse templates synthesize"
@@ -94,6 +103,12 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         eprint(f"{COMMAND}: error [bad_option]: {safe_text(str(exc))}")
         return EXIT_USAGE
+    output: OutputFile | None = None
+    if args.output and not args.json:
+        try:  # before the work: a missing or read-only directory is said now, not after minutes of renders
+            output = OutputFile(args.output)
+        except ChatparseError as exc:
+            return report("templates synthesize", exc)
     progress = _Progress(args.time_limit) if is_terminal(sys.stderr) else None
     try:
         source, kwargs, added, stops = read_chat_template(args.path)
@@ -102,7 +117,13 @@ def run(args: argparse.Namespace) -> int:
                                      end_tokens=stops, limits=RenderLimits(total_seconds=args.time_limit),
                                      progress=progress, **kwargs)
     except ChatparseError as exc:
+        if output is not None:
+            output.abort()
         return report("templates synthesize", exc)
+    except BaseException:
+        if output is not None:
+            output.abort()  # Ctrl-C: an existing output keeps what it held
+        raise
     finally:
         if progress is not None:
             progress.clear()
@@ -117,9 +138,13 @@ def run(args: argparse.Namespace) -> int:
         if args.explain:
             print(explain(result))
             print()
-        if args.output:
-            with open(args.output, "w", encoding="utf-8") as out:
-                out.write(template_text + "\n")
+        if output is not None:
+            try:
+                output.write((template_text + "\n").encode("utf-8"))
+                output.commit()  # written beside the output and renamed into place
+            except ChatparseError as exc:
+                output.abort()
+                return report("templates synthesize", exc)
         else:
             print(template_text)
     if result.report is None:

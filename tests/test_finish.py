@@ -63,3 +63,12 @@ def test_an_unknown_reason_is_named_with_the_accepted_ones(reason: object) -> No
     assert isinstance(error, ChatparseError) and isinstance(error, ValueError)
     assert error.code == "unknown_finish_reason" and error.details["value"] == reason
     assert repr(reason) in str(error) and "'max_tokens'" in str(error) and "'end_turn'" in str(error)
+
+
+def test_the_unknown_finish_reason_error_is_public() -> None:
+    import chatparse
+
+    with pytest.raises(chatparse.UnknownFinishReasonError) as caught:
+        chatparse.parse_response("Hi.", "qwen3", prefix="", finish_reason="lenght")
+    assert caught.value.code == "unknown_finish_reason" and "lenght" in str(caught.value)
+    assert "UnknownFinishReasonError" in chatparse.__all__

@@ -14,6 +14,7 @@ from chatparse.errors import (
     TransformError,
     UsageError,
 )
+from chatparse.finish import UnknownFinishReasonError
 from chatparse.lazy import load as _load
 from chatparse.openai import ChatCompletionStream, to_chat_completion, to_chat_message
 from chatparse.template import CompiledTemplate, load_template
@@ -69,6 +70,7 @@ __all__ = [
     "TemplateError",
     "TemplateWarning",
     "TransformError",
+    "UnknownFinishReasonError",
     "UsageError",
     "__version__",
     "detect_template",

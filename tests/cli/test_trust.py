@@ -280,6 +280,15 @@ def test_a_path_looking_template_that_does_not_exist_is_no_such_file(folder: Pat
            "no such file or directory")
 
 
+def test_detect_and_templates_check_say_no_such_file_for_a_path_that_is_not_there(folder: Path) -> None:
+    """newcomer-3 #14: `detect ./nonexistent-dir` and `templates check nothere.json` are 'no such file'
+    (exit 2), not a model id that no built-in fits or an unknown template name."""
+    expect(chatparse("detect", "./nonexistent-dir", cwd=folder), 2, "error [file_not_found]", "no such file")
+    expect(chatparse("templates", "check", "nothere.json", cwd=folder), 2, "error [file_not_found]")
+    result = chatparse("detect", "Qwen/Qwen3-8B", cwd=folder)  # a model id is still a model id
+    assert result.returncode == 0 and result.stdout.decode().strip() == "qwen3"
+
+
 def test_gzip_input_is_read_and_zstd_is_named(folder: Path) -> None:
     data = (folder / "rollouts.jsonl").read_bytes()
     (folder / "rollouts.jsonl.gz").write_bytes(gzip.compress(data))

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from chatparse.cli.io import EXIT_FAILED, EXIT_OK, eprint, report
+from chatparse.cli.io import EXIT_FAILED, EXIT_OK, EXIT_USAGE, eprint, looks_like_path, report
 from chatparse.errors import ChatparseError
 
 
@@ -25,6 +25,11 @@ def run(args: argparse.Namespace) -> int:
     from chatparse.templates import detect_template
 
     path = Path(args.model)
+    if looks_like_path(args.model) and not path.expanduser().exists():
+        eprint(f"chatparse detect: error [file_not_found] (path={args.model}): expected a model directory or a chat "
+               "template file there, found no such file or directory; check the path, or pass a model id "
+               "(`org/model`)")
+        return EXIT_USAGE
     try:
         name = detect_directory(path) if path.exists() else detect_template(model_id=args.model)
     except ChatparseError as exc:

@@ -140,3 +140,22 @@ def test_a_number_past_pythons_int_string_limit_is_the_files_error(tmp_path: Pat
     assert main(["templates", "install", "qwen3", str(directory)]) == 2
     err = capsys.readouterr().err
     assert "error [bad_tokenizer_config]" in err and "internal_error" not in err
+
+
+def test_list_tags_the_built_ins_transformers_can_read_and_fits_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    """newcomer-3 #27: every line ended in '[chatparse-only]' (no information) and ran to 158 columns."""
+    from chatparse.cli.main import main
+    from chatparse.templates import list_templates, v1_form
+    from chatparse.templates.v1 import NotV1Error
+
+    assert main(["templates", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(list_templates()) and max(map(len, lines)) <= 100
+    for line in lines:
+        name = line.split()[0]
+        try:
+            v1_form(name)
+            expressible = True
+        except NotV1Error:
+            expressible = False
+        assert line.endswith("[v1]") == expressible, line

@@ -34,12 +34,23 @@ def add_parser(sub: Any) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from chatparse.templates import list_templates, template_info
+    """One line per built-in: its name, the first models it serves and, for the ones transformers' own
+    ``parse_response`` can read after ``templates install --v1``, a ``[v1]`` tag (every built-in is
+    chatparse-only as it stands, so that tag is the one that tells them apart)."""
+    from chatparse.templates import list_templates, template_info, v1_form
+    from chatparse.templates.v1 import NotV1Error
 
     for name in list_templates():
         info = template_info(name)
+        try:
+            v1_form(name)
+            flag = "  [v1]"
+        except NotV1Error:
+            flag = ""
         models = ", ".join(info.get("models", [])[:3])
-        flag = " [chatparse-only]" if info.get("chatparse_only") else ""
+        room = 96 - 23 - len(flag)
+        if len(models) > room:
+            models = models[: room - 1].rstrip(", ") + "…"
         print(f"{name:<22} {models}{flag}")
     return 0
 

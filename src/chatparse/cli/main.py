@@ -76,9 +76,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         eprint(f"chatparse {args.command}: error [internal_error]: unexpected {type(exc).__name__}: "
                f"{safe_text(str(exc))[:300]} (a bug: please report it; {DEBUG_ENV}=1 shows the traceback)")
         return EXIT_USAGE
-    if code in (EXIT_INTERRUPTED, EXIT_TERMINATED) and argv is None:
+    if argv is None and (code in (EXIT_INTERRUPTED, EXIT_TERMINATED) or _pool_stopped()):
         _exit_now(code)
     return code
+
+
+def _pool_stopped() -> bool:
+    """A worker pool was stopped mid-run (its outputs already dropped and the error said)."""
+    run = sys.modules.get("chatparse.cli.parse_run")
+    return bool(getattr(run, "POOL_STOPPED", False))
 
 
 def _exit_now(code: int) -> None:

@@ -318,7 +318,15 @@ def run_jobs(config: RunConfig, jobs: Iterable[LinesJob | BatchJob], workers: in
             _stop(pool)
 
 
+# Set when a process pool was stopped before its work was done (an error, a dead worker, Ctrl-C): the CLI then
+# exits without waiting for the pool's threads, which may still write to the dead workers' pipes and print a
+# traceback while the interpreter shuts down (``cli.main``).
+POOL_STOPPED = False
+
+
 def _stop(pool: Any) -> None:
+    global POOL_STOPPED
+    POOL_STOPPED = True
     processes = list((getattr(pool, "_processes", None) or {}).values())
     for process in processes:
         if process.is_alive():

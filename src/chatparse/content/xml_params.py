@@ -5,6 +5,7 @@ tags whose value parser is picked per tag). Both are chatparse extensions."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -197,7 +198,7 @@ def parse_xml_params(text: str, args: Args) -> dict[str, Any]:
     parsers: Mapping[str, Mapping[str, Any]] = args.get("value_parsers", {})
     default: Mapping[str, Any] | None = args.get("default_parser")
     entities: Mapping[str, str] = args.get("key_entities", {})
-    decode = _entity_decoder(entities) if entities else None
+    decode = _entity_decoder(tuple(entities.items())) if entities else None
     out: dict[str, Any] = {}
     written: dict[tuple[str | int, ...], str] = {}  # the text of each value a value parser typed
     m = opener.search(text)
@@ -245,9 +246,11 @@ def parse_xml_params(text: str, args: Args) -> dict[str, Any]:
     return WrittenArguments(out, written) if written else out
 
 
-def _entity_decoder(entities: Mapping[str, str]) -> Any:
+@functools.lru_cache(maxsize=64)
+def _entity_decoder(items: tuple[tuple[str, str], ...]) -> Any:
     """One pass over a key: each entity the format writes becomes its character (``&amp;quot;`` is
-    ``&quot;``, as in XML)."""
+    ``&quot;``, as in XML). Built once per template's entity table, not per call."""
+    entities = dict(items)
     pattern = regex.compile("|".join(regex.escape(e) for e in sorted(entities, key=len, reverse=True)))
     return lambda text: pattern.sub(lambda m: entities[m.group()], text)
 

@@ -1078,8 +1078,7 @@ class ResponseParser:
         self._zw_block = self._zw_data = -1
         self._version += 1
         self._known = None
-        self._watch = self._build_watchlists()
-        self._scan_orders = {id(watch): _literal_first(watch) for watch in self._watch.values()}
+        self._attach_template()  # fresh scanners for the new buffer
         return True
 
     def _emit_to(self, events: list[Event], end: int) -> None:

@@ -37,12 +37,16 @@ Field level:
 - ``known_tools``: an opener match that captures ``name`` opens the region only when the request's tools
   name that tool (and tools were given); otherwise its text is text. Matches without ``name`` always open.
   For lax spellings a model may also write in prose (a bare JSON object, a code fence).
+- ``write``: how a model writes this field, for grammars (``chatparse.tool_grammar``): a dict such as
+  ``{"open": "<think>", "close": "</think>"}`` or, for tool calls, ``{"call": "<tool_call>\\n{body}\\n</tool_call>",
+  "body": "json-call"}``. Optional where the field's delimiters are literals. See docs/grammar.md.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import Any
 
 import regex
@@ -54,7 +58,7 @@ EXTENSION_KEY = "chatparse"
 TEMPLATE_EXT_KEYS = ("end", "next_turn", "discard_after_end", "drop")
 FIELD_EXT_KEYS = ("structure", "guard", "ends_with_value", "truncation", "extend", "strip_joined",
                   "python_literals", "span_fallback", "lone_close",
-                  "known_tools")
+                  "known_tools", "write")
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,7 @@ class FieldExt:
     span_fallback: bool = False
     lone_close: tuple[str, ...] = ()
     known_tools: bool = False
+    write: Mapping[str, Any] | None = dc_field(default=None, compare=False)
 
 
 NO_TEMPLATE_EXT = TemplateExt()
@@ -207,4 +212,20 @@ def field_ext(name: str, spec: Mapping[str, Any], *, repeats: bool, join: str | 
     return FieldExt(structure=structure, guard=guard, ends_with_value=ends,
                     truncation=_flag(raw, "truncation", scope, name), extend=extend, strip_joined=strip_joined,
                     python_literals=_flag(raw, "python_literals", scope, name), span_fallback=span_fallback,
-                    lone_close=lone_close, known_tools=_flag(raw, "known_tools", scope, name))
+                    lone_close=lone_close, known_tools=_flag(raw, "known_tools", scope, name),
+                    write=_write(raw["write"], scope, name) if "write" in raw else None)
+
+
+WRITE_KEYS = ("open", "close", "call", "body", "separator", "group", "keys", "parameter", "values", "trigger")
+
+
+def _write(raw: Any, scope: str, field: str) -> Mapping[str, Any]:
+    """The shape of a ``write`` form (its meaning is checked when a grammar is built from it)."""
+    if not isinstance(raw, Mapping):
+        raise _fail(f"{scope}: '{EXTENSION_KEY}.write' must be a dict (how the model writes the field), found "
+                    f"{raw!r}", "bad_type", field=field, key="write")
+    unknown = sorted(set(raw) - set(WRITE_KEYS))
+    if unknown:
+        raise _fail(f"{scope}: unknown keys {unknown} in '{EXTENSION_KEY}.write'; allowed: {list(WRITE_KEYS)}",
+                    "unknown_key", field=field, key="write")
+    return dict(raw)

@@ -1,0 +1,377 @@
+"""A template's grammar: what a model may write after the prompt, built from the template's fields and
+their ``write`` forms (how the model writes each one; derived from literal delimiters when absent).
+
+The output, top to bottom: reasoning where the template has it (free text up to its close; already open
+when the prompt opened it), then the answer: free text and calls under ``auto``, calls only under
+``required`` or a named choice, no call under ``none``; then, optionally, the turn's end marker.
+
+Free text never holds what the template's parser would read as a marker there (an opener, the end of
+the turn, a next-turn header, a stray marker it drops) and, when it ends the output, never ends in the
+first part of one: so whatever the grammar admits parses back to the calls it spelled.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from chatparse.grammar.ir import (
+    EMPTY,
+    Grammar,
+    Lit,
+    Node,
+    Rep,
+    Rx,
+    Text,
+    Until,
+    alt,
+    lit,
+    opt,
+    rx_escape,
+    seq,
+)
+from chatparse.grammar.jsonschema import OWS, GrammarError, SchemaGrammar
+from chatparse.template.compile import CompiledField, CompiledTemplate, Delimiter
+
+CHOICES = ("auto", "required", "none")
+# Bodies written by modules of their own (each has ``write(builder, tool, begin, end) -> Node``).
+BODY_MODULES: dict[str, str] = {
+}
+BODIES = ("json-call", "json-arguments", "xml-parameters", *BODY_MODULES)
+# Whitespace a model writes between calls and around them when no separator is spelled out.
+_BETWEEN = Rx(r"[ \t\n]{1,4}")
+
+
+@dataclass(frozen=True)
+class CallForm:
+    """How one call is written: ``begin`` (may hold ``{name}``), the body, ``end``."""
+
+    begin: str
+    end: str
+    body: str
+    separator: str
+    group: tuple[str, str] | None
+    keys: Mapping[str, str]
+    parameter: str
+    values: Mapping[str, str]
+    triggers: tuple[str, ...]
+
+
+def _fail(message: str, code: str, **where: Any) -> GrammarError:
+    return GrammarError(message, code=code, **where)
+
+
+def delimiter_text(delim: Delimiter | None) -> str | None:
+    """The text a model writes for ``delim``: its first literal, or the one literal every match of its regex
+    contains when that literal alone is a match (``\\s*<think>`` is written ``<think>``)."""
+    if delim is None:
+        return None
+    if delim.literals:
+        return delim.literals[0]
+    for candidate in delim.info.anchors or ():
+        if delim.pattern.fullmatch(candidate):
+            return str(candidate)
+    return None
+
+
+def watched_texts(delim: Delimiter | None) -> tuple[str, ...]:
+    """Literal texts at least one of which every match of ``delim`` contains (empty: unknown)."""
+    if delim is None:
+        return ()
+    if delim.literals:
+        return delim.literals
+    anchors = delim.info.anchors
+    if anchors and all(anchors):
+        return tuple(anchors)
+    chars = delim.info.first_chars
+    return tuple(sorted(chars)) if chars else ()
+
+
+def _write(field: CompiledField) -> Mapping[str, Any]:
+    return field.ext.write or {}
+
+
+def region_texts(field: CompiledField) -> tuple[str, str]:
+    """(open, close) as the model writes them for a reasoning or content field."""
+    form = _write(field)
+    opened = form.get("open", delimiter_text(field.open))
+    closed = form.get("close", delimiter_text(field.close))
+    if not isinstance(opened, str) or not isinstance(closed, str):
+        raise _fail(f"Field '{field.name}' has delimiters given as regexes and no written form; expected "
+                    f"'chatparse.write': {{\"open\": ..., \"close\": ...}} on the field (how the model writes them)",
+                    "no_write_form", field=field.name)
+    return opened, closed
+
+
+def call_form(field: CompiledField) -> CallForm:
+    form = dict(_write(field))
+    body = form.get("body", "json-call" if field.content in ("json-calls",) else
+                    "json-arguments" if field.content == "json" else None)
+    if body not in BODIES:
+        raise _fail(f"Field '{field.name}' ({field.content} parser): no written form a grammar can be built from "
+                    f"(found body {body!r}); expected 'chatparse.write' with 'body' one of {list(BODIES)}",
+                    "no_write_form", field=field.name)
+    call = form.get("call")
+    if call is None:
+        opened, closed = delimiter_text(field.open), delimiter_text(field.close)
+        if opened is None or closed is None:
+            raise _fail(f"Field '{field.name}': its delimiters are regexes; expected 'chatparse.write': "
+                        "{\"call\": \"...{body}...\"} (how the model writes one call)", "no_write_form",
+                        field=field.name)
+        call = opened + "{body}" + closed
+    if not isinstance(call, str) or call.count("{body}") != 1:
+        raise _fail(f"Field '{field.name}': 'chatparse.write.call' must hold '{{body}}' once, found {call!r}",
+                    "bad_write_form", field=field.name)
+    begin, end = call.split("{body}")
+    group = form.get("group")
+    triggers = form.get("trigger")
+    if triggers is None:
+        first = group[0] if group else begin.split("{name}")[0]
+        # The call starts where the parser sees it start: the longest opener text it begins with.
+        openers = sorted((w for w in watched_texts(field.open) if w and first.startswith(w)), key=len)
+        triggers = [openers[-1]] if openers else [first] if first else []
+    if not triggers:
+        raise _fail(f"Field '{field.name}': a call starts with no fixed text; expected 'chatparse.write.trigger' "
+                    "(the text that starts a call)", "bad_write_form", field=field.name)
+    return CallForm(begin=begin, end=end, body=body, separator=form.get("separator", ""),
+                    group=tuple(group) if group else None, keys=form.get("keys", {}),
+                    parameter=form.get("parameter", ""), values=form.get("values", {}),
+                    triggers=tuple(triggers))
+
+
+def _partials(markers: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted({rx_escape(m[:i]) for m in markers for i in range(1, len(m))}))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the grammar builder needs from a template."""
+
+    thinking: CompiledField | None
+    calls: CompiledField
+    end: str | None
+    watched: tuple[str, ...]  # texts the parser reacts to in the answer's free text
+    reasoning_watched: tuple[str, ...]
+
+
+def plan(template: CompiledTemplate) -> Plan:
+    fields = template.fields
+    calls = fields.get("tool_calls")
+    if calls is None:
+        raise _fail("The template has no 'tool_calls' field; expected a template whose model calls tools",
+                    "no_tool_calls")
+    thinking = fields.get("thinking") if "thinking" in fields and fields["thinking"].open is not None else None
+    ext = template.ext
+    watched: list[str] = [*ext.end, *ext.next_turn, *ext.drop]
+    for f in fields.values():
+        watched.extend(watched_texts(f.open))
+        watched.extend(f.ext.lone_close)
+    reasoning_watched: list[str] = [*ext.end, *ext.next_turn]
+    if thinking is not None:
+        reasoning_watched.extend(watched_texts(thinking.close))
+    return Plan(thinking=thinking, calls=calls, end=ext.end[0] if ext.end else None,
+                watched=tuple(dict.fromkeys(watched)), reasoning_watched=tuple(dict.fromkeys(reasoning_watched)))
+
+
+class Builder:
+    def __init__(self, template: CompiledTemplate, tools: list[Any], *, lenient: bool) -> None:
+        self.template = template
+        self.tools = tools
+        self.grammar = Grammar()
+        self.schemas = SchemaGrammar(self.grammar, lenient=lenient)
+        self.plan = plan(template)
+        self.form = call_form(self.plan.calls)
+
+    # -- one call -------------------------------------------------------------------------------------
+    def call(self, tool: Any, skip: str = "") -> Node:
+        """One call of ``tool``, without its first ``skip`` characters (a trigger already written)."""
+        form = self.form
+        name = tool.name
+        begin = form.begin.replace("{name}", name)
+        if not begin.startswith(skip):
+            raise _fail(f"A call starts with {begin!r}, not with its trigger {skip!r}; expected every call to "
+                        "start with the trigger text ('chatparse.write.trigger')", "bad_write_form")
+        begin = begin[len(skip):]
+        end = form.end.replace("{name}", name)
+        if form.body == "json-call":
+            body = self.json_call(tool)
+        elif form.body == "json-arguments":
+            body = self.arguments(tool)
+        elif form.body == "xml-parameters":
+            return seq(lit(begin), self.xml_parameters(tool, end))
+        else:  # a body written by its own module: write(builder, tool, begin, end) -> the whole call
+            module = importlib.import_module(BODY_MODULES[form.body])
+            return module.write(self, tool, begin, end)  # type: ignore[no-any-return]
+        return seq(lit(begin), body, lit(end))
+
+    def arguments(self, tool: Any) -> Node:
+        return self.schemas.value(dict(tool.parameters), f"tools/{tool.name}/parameters")
+
+    def json_call(self, tool: Any) -> Node:
+        keys = self.form.keys
+        name_key, args_key = keys.get("name", "name"), keys.get("arguments", "arguments")
+        return seq(Lit("{"), OWS, Lit(json.dumps(name_key)), OWS, Lit(":"), OWS, Lit(json.dumps(tool.name)), OWS,
+                   Lit(","), OWS, Lit(json.dumps(args_key)), OWS, Lit(":"), OWS, self.arguments(tool), OWS, Lit("}"))
+
+    def xml_parameters(self, tool: Any, end: str) -> Node:
+        """Parameters one by one in schema order (``parameter`` form ``<parameter={key}>\\n{value}\\n</parameter>\\n``),
+        then the call's ``end``. A string value is raw text that ends at its close only where the next
+        parameter or the call's end follows (the parser's structural rule), so it may hold any marker but
+        that close followed by structure; other values are JSON (an enum: one of its literals)."""
+        template = self.form.parameter
+        if template.count("{key}") != 1 or template.count("{value}") != 1 or \
+                template.index("{key}") > template.index("{value}"):
+            raise _fail(f"'chatparse.write.parameter' must hold '{{key}}' then '{{value}}', found {template!r}",
+                        "bad_write_form", field="tool_calls")
+        head, rest = template.split("{key}")
+        between, tail = rest.split("{value}")
+        close, marker, head_marker = tail.rstrip(), tail.strip(), head.lstrip()
+        following = end.lstrip()
+        end_marker = following[: following.index(">") + 1] if ">" in following else following
+        if not marker or not head_marker or not end_marker:
+            raise _fail(f"'chatparse.write.parameter' {template!r} (with the call's end {end!r}) needs text before "
+                        "the key, after the value and after the last parameter", "bad_write_form",
+                        field="tool_calls")
+        schema = dict(tool.parameters)
+        props: dict[str, Any] = dict(schema.get("properties") or {})
+        required = set(schema.get("required") or ())
+        names = list(props)
+        structure = [w for w in (head_marker, end_marker, *self.plan.watched) if w]
+        stray = rx_escape(marker) + r"\s*[^<>\s][^<>]{0,256}" + rx_escape(end_marker)
+
+        def stop(cont: str) -> Until:
+            """A string value, its close and ``cont`` (the next structure's first marker)."""
+            excludes = [rx_escape(marker) + _GAP + _diverging(cont), stray]
+            excludes += [rx_escape(marker) + _GAP + rx_escape(w) for w in structure if not cont.startswith(w)]
+            return Until(rx_escape(close) + _GAP + rx_escape(cont), tuple(dict.fromkeys(excludes)))
+
+        picks: dict[int, Node] = {}
+
+        def more(i: int) -> tuple[Node | None, bool]:
+            """(the choice of the next member from ``i`` on, None if none may come; whether the call may end)."""
+            may_end = not any(n in required for n in names[i:])
+            return (pick(i) if i < len(names) else None), may_end
+
+        def pick(i: int) -> Node:
+            if i not in picks:
+                picks[i] = EMPTY  # placeholder against re-entry
+                options: list[Node] = []
+                for j in range(i, len(names)):
+                    options.append(seq(lit(names[j] + between), member(j)))
+                    if names[j] in required:
+                        break
+                picks[i] = self.grammar.add("param", alt(*options))
+            return picks[i]
+
+        def member(j: int) -> Node:
+            """Member ``j``'s value and what follows it: the next member or the call's end."""
+            nxt, may_end = more(j + 1)
+            sub = props[names[j]]
+            if _raw_string(sub):
+                options: list[Node] = []
+                if nxt is not None:
+                    options.append(seq(stop(head_marker), nxt))
+                if may_end:
+                    options.append(seq(stop(end_marker), lit(following[len(end_marker):])))
+                return alt(*options)
+            if isinstance(sub, Mapping) and sub.get("type") == "boolean":  # chat templates write Python's too
+                value: Node = alt(*(Lit(v) for v in ("true", "false", "True", "False")))
+            else:
+                value = self.schemas.value(sub, f"tools/{tool.name}/parameters/properties/{names[j]}", schema)
+            after: list[Node] = []
+            if nxt is not None:
+                after.append(seq(lit(head_marker), nxt))
+            if may_end:
+                after.append(lit(following))
+            return seq(opt(Rx(r"[ \t\n]{1,4}")), value, lit(tail), alt(*after))
+
+        first, may_end = more(0)
+        options: list[Node] = []
+        if first is not None:
+            options.append(seq(lit(head), first))
+        if may_end:
+            options.append(lit(end))
+        return alt(*options)
+
+    # -- the turn -------------------------------------------------------------------------------------
+    def calls_node(self, tools: list[Any], *, least: int, most: int | None, skip: str = "") -> Node:
+        """``least``..``most`` calls of ``tools`` (with the group around them, separators between), without
+        the first ``skip`` characters (a trigger already written)."""
+        group = self.form.group
+        one = self.grammar.add("call", alt(*(self.call(t) for t in tools)))
+        first = one if group or not skip else self.grammar.add("call", alt(*(self.call(t, skip) for t in tools)))
+        sep = lit(self.form.separator) if self.form.separator else opt(_BETWEEN)
+        run: Node = first
+        if most != 1:
+            run = seq(first, Rep(seq(sep, one), max(least - 1, 0), None if most is None else most - 1))
+        if group:
+            if not group[0].startswith(skip):
+                raise _fail(f"The calls' group starts with {group[0]!r}, not with its trigger {skip!r}",
+                            "bad_write_form")
+            run = seq(lit(group[0][len(skip):]), opt(_BETWEEN), run, opt(_BETWEEN), lit(group[1]))
+        return run
+
+    def answer(self, choice: str | None, name: str | None, parallel: bool) -> Node:
+        watched = self.plan.watched
+        end = self.plan.end
+        ending = self.ending(watched)
+        if choice == "none":
+            return ending
+        tools = [t for t in self.tools if name is None or t.name == name]
+        if choice == "required" or name is not None:
+            most = 1 if (name is not None or not parallel) else None
+            return seq(opt(_BETWEEN), self.calls_node(tools, least=1, most=most), opt(_BETWEEN),
+                       opt(lit(end)) if end else EMPTY)
+        # auto: text, then calls started by their trigger (the lazy text holds it), then more text.
+        form = self.form
+        first = form.triggers[0]
+        after = self.calls_node(tools, least=1, most=None if parallel else 1, skip=first)
+        start = Until(rx_escape(first), _excludes(watched, first))
+        block = seq(start, after)
+        return seq(Rep(block, 0, None if parallel else 1), ending)
+
+    def ending(self, watched: tuple[str, ...]) -> Node:
+        end = self.plan.end
+        text = Text(_excludes(watched, ""), _partials(watched))
+        if end is None:
+            return text
+        return alt(Until(rx_escape(end), _excludes(watched, end)), text)
+
+    def reasoning(self, state: str) -> Node:
+        thinking = self.plan.thinking
+        if thinking is None or state == "closed":
+            return EMPTY
+        opened, closed = region_texts(thinking)
+        body = Until(rx_escape(closed), _excludes(self.plan.reasoning_watched, closed))
+        if state == "open":
+            return body
+        return opt(seq(lit(opened), body))
+
+
+_GAP = r"\s*"
+
+
+def _diverging(text: str) -> str:
+    """A regex for what starts differently from ``text`` (whitespace first never counts as different: it is
+    the gap before it)."""
+    pattern = ""
+    for i in range(len(text) - 1, -1, -1):
+        ch = rx_escape(text[i]) if text[i] not in "]^\\-" else "\\" + text[i]
+        blank = "\\s" if i == 0 else ""
+        pattern = f"(?:[^{ch}{blank}]" + (f"|{rx_escape(text[i])}{pattern})" if pattern else ")")
+    return pattern
+
+
+def _raw_string(schema: Any) -> bool:
+    """A parameter written as raw text: a string that is not an enum or a constant."""
+    if not isinstance(schema, Mapping) or "enum" in schema or "const" in schema:
+        return False
+    kinds = schema.get("type")
+    return kinds == "string" or (isinstance(kinds, list) and "string" in kinds)
+
+
+def _excludes(watched: Iterable[str], stop: str) -> tuple[str, ...]:
+    return tuple(rx_escape(w) for w in watched if w and w not in stop)

@@ -1,0 +1,165 @@
+"""A small grammar representation that the output forms (llguidance Lark, xgrammar structural tags) are
+written from: literals, regex terminals, sequences, alternatives, repetitions, named rules and two kinds
+of free text.
+
+Free text is where a constrained model writes what it likes, and where a parser still watches for
+markers; both kinds carry the marker texts the text must not contain:
+
+- ``Until``: text up to and including the first ``stop`` (a regex), e.g. everything up to the next
+  ``<tool_call>``. llguidance writes it as a lazy lexeme, which ends at the first match.
+- ``Text``: text with no stop after it (the answer before the end of the turn), which must also not end
+  in the first part of a marker (a parser holds such an ending back as a marker still forming).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+_RX_SPECIAL = frozenset("\\.+*?()|[]{}^$/-&~#")
+
+
+def rx_escape(text: str) -> str:
+    """``text`` as a regex matching exactly it, in the syntax both Rust's `regex` (llguidance) and
+    xgrammar read: only regex punctuation is escaped (Rust gives ``\\<`` a meaning of its own)."""
+    out: list[str] = []
+    for ch in text:
+        if ch in _RX_SPECIAL:
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+class Node:
+    """A grammar expression."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True)
+class Lit(Node):
+    text: str
+
+
+@dataclass(frozen=True)
+class Rx(Node):
+    """A terminal given as a regex (no lookaround, no anchors)."""
+
+    pattern: str
+
+
+@dataclass(frozen=True)
+class Seq(Node):
+    items: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Alt(Node):
+    items: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Rep(Node):
+    item: Node
+    min: int = 0
+    max: int | None = None
+
+
+@dataclass(frozen=True)
+class Ref(Node):
+    name: str
+
+
+@dataclass(frozen=True)
+class Until(Node):
+    """Free text up to and including the first match of ``stop`` (a regex); ``excludes`` are regexes that
+    must match nowhere in the text."""
+
+    stop: str
+    excludes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Text(Node):
+    """Free text that ends the output: containing no ``excludes`` and ending in no ``partial`` (proper
+    prefixes of markers, as regexes)."""
+
+    excludes: tuple[str, ...] = ()
+    partial: tuple[str, ...] = ()
+
+
+EMPTY = Seq(())
+
+
+def seq(*items: Node) -> Node:
+    flat: list[Node] = []
+    for item in items:
+        if isinstance(item, Seq):
+            flat.extend(item.items)
+        elif isinstance(item, Lit) and not item.text:
+            continue
+        else:
+            flat.append(item)
+    if len(flat) == 1:
+        return flat[0]
+    return Seq(tuple(flat))
+
+
+def alt(*items: Node) -> Node:
+    unique: list[Node] = []
+    for item in items:
+        if item not in unique:
+            unique.append(item)
+    return unique[0] if len(unique) == 1 else Alt(tuple(unique))
+
+
+def opt(item: Node) -> Node:
+    return Rep(item, 0, 1)
+
+
+def lit(text: str) -> Node:
+    return Lit(text) if text else EMPTY
+
+
+@dataclass
+class Grammar:
+    """Named rules; ``start`` is the whole output."""
+
+    rules: dict[str, Node] = field(default_factory=dict)
+    _counter: int = 0
+
+    def add(self, stem: str, node: Node) -> Ref:
+        """A new rule holding ``node`` (named from ``stem``), returned as a reference."""
+        self._counter += 1
+        name = f"{stem}_{self._counter}"
+        self.rules[name] = node
+        return Ref(name)
+
+    def literals(self) -> set[str]:
+        """Every literal text in the grammar (markers a sampler may want to write)."""
+        found: set[str] = set()
+        for node in self.rules.values():
+            _collect(node, found)
+        return found
+
+
+def _collect(node: Node, found: set[str]) -> None:
+    if isinstance(node, Lit):
+        found.add(node.text)
+    elif isinstance(node, Seq | Alt):
+        for item in node.items:
+            _collect(item, found)
+    elif isinstance(node, Rep):
+        _collect(node.item, found)
+
+
+def any_of(patterns: Iterable[str]) -> str:
+    items = sorted(set(patterns), key=lambda p: (-len(p), p))
+    return items[0] if len(items) == 1 else "(?:" + "|".join(items) + ")"

@@ -1,0 +1,139 @@
+"""The grammar as llguidance's Lark dialect (https://github.com/guidance-ai/llguidance docs/syntax.md).
+
+Markers that are single special (added) tokens of the model's tokenizer are written as ``<token>``
+references: llguidance counts every added token as special, and a quoted ``"<tool_call>"`` would match
+only its bytes. Free text before a marker is a lazy lexeme (it ends at the first match, which greedy
+text cannot: llguidance's lexer decides with one byte of lookahead), or greedy text before a special
+token (byte text can never contain one).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+
+from chatparse.grammar.ir import (
+    EMPTY,
+    Alt,
+    Grammar,
+    Lit,
+    Node,
+    Ref,
+    Rep,
+    Rx,
+    Seq,
+    Text,
+    Until,
+    any_of,
+    rx_escape,
+)
+
+_ANY = "(?s:.*)"
+
+
+def _quote(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _regex(pattern: str) -> str:
+    """``pattern`` between slashes, with each unescaped slash escaped."""
+    out: list[str] = []
+    escaped = False
+    for ch in pattern:
+        if ch == "/" and not escaped:
+            out.append("\\")
+        out.append(ch)
+        escaped = ch == "\\" and not escaped
+    return "/" + "".join(out) + "/"
+
+
+class _Writer:
+    def __init__(self, grammar: Grammar, special: Collection[str]) -> None:
+        self.grammar = grammar
+        self.special = sorted(special, key=len, reverse=True)
+        self.extra: list[str] = []
+        self.names: dict[Node, str] = {}
+
+    def literal(self, text: str) -> str:
+        parts: list[str] = []
+        rest = text
+        while rest:
+            hit = min(((rest.find(tok), tok) for tok in self.special if tok in rest), default=None)
+            if hit is None:
+                parts.append(_quote(rest))
+                break
+            at, tok = hit
+            if at:
+                parts.append(_quote(rest[:at]))
+            parts.append(tok)
+            rest = rest[at + len(tok):]
+        return " ".join(parts) if parts else '""'
+
+    def _exclusion(self, excludes: tuple[str, ...]) -> str:
+        return f" & ~{_regex(_ANY + any_of(excludes) + _ANY)}" if excludes else ""
+
+    def aux(self, node: Node) -> str:
+        if node in self.names:
+            return self.names[node]
+        index = len(self.names) + 1
+        if isinstance(node, Until):
+            special = next((tok for tok in self.special if node.stop == rx_escape(tok)), None)
+            if special is not None:  # greedy byte text, then the token
+                name = f"TEXT_{index}"
+                self.extra.append(f"{name}: {_regex(_ANY)}{self._exclusion(node.excludes)}")
+                self.names[node] = f"{name} {special}"
+                return self.names[node]
+            name = f"until_{index}"
+            self.extra.append(f"{name}[lazy]: {_regex(_ANY + node.stop)}{self._exclusion(node.excludes)}")
+        else:
+            assert isinstance(node, Text)
+            name = f"TEXT_{index}"
+            partial = f" & ~{_regex(_ANY + any_of(node.partial))}" if node.partial else ""
+            self.extra.append(f"{name}: {_regex(_ANY)}{self._exclusion(node.excludes)}{partial}")
+        self.names[node] = name
+        return name
+
+    def expr(self, node: Node) -> str:
+        if isinstance(node, Lit):
+            return self.literal(node.text)
+        if isinstance(node, Rx):
+            return _regex(node.pattern)
+        if isinstance(node, Ref):
+            return node.name
+        if isinstance(node, Seq):
+            return " ".join(self.wrapped(item) for item in node.items) if node.items else '""'
+        if isinstance(node, Alt):
+            items = [item for item in node.items if item != EMPTY]
+            text = " | ".join(self.expr(item) for item in items)
+            return f"({text})?" if len(items) < len(node.items) else text
+        if isinstance(node, Rep):
+            inner = self.wrapped(node.item)
+            if (node.min, node.max) == (0, None):
+                return f"{inner}*"
+            if (node.min, node.max) == (1, None):
+                return f"{inner}+"
+            if (node.min, node.max) == (0, 1):
+                return f"{inner}?"
+            upper = "" if node.max is None else str(node.max)
+            return f"{inner}{{{node.min},{upper}}}"
+        if isinstance(node, Until | Text):
+            return self.aux(node)
+        raise TypeError(f"unknown grammar node {node!r}")
+
+    def wrapped(self, node: Node) -> str:
+        text = self.expr(node)
+        if isinstance(node, Alt) or (isinstance(node, Seq) and len(node.items) > 1) or \
+                (isinstance(node, Lit) and " " in text and not text.startswith('"')) or \
+                (isinstance(node, Lit) and text.count('"') > 2) or (isinstance(node, Until) and " " in text):
+            return f"({text})"
+        return text
+
+
+def to_lark(grammar: Grammar, start: str, special: Collection[str] = ()) -> str:
+    """Lark text for ``grammar`` starting at rule ``start``."""
+    writer = _Writer(grammar, special)
+    lines = ["%llguidance {}", "", f"start: {writer.expr(Ref(start))}"]
+    for name, node in grammar.rules.items():
+        lines.append(f"{name}: {writer.expr(node)}")
+    lines.extend(writer.extra)
+    return "\n".join(lines) + "\n"

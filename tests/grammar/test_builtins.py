@@ -1,0 +1,157 @@
+"""Parser and grammar agree, for every built-in that has a grammar: random walks through its Lark grammar
+(llguidance, byte tokenizer) parse back, one-shot and streamed, into exactly the calls the tool choice
+demands, with arguments valid against each tool's schema; and every turn the family's real chat template
+renders is admitted by the grammar (the grammar is not narrower than the model's own format)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+import chatparse
+from chatparse.grammar import GrammarError, tool_grammar
+from chatparse.templates import get_template, list_templates
+from tests.grammar.walk import accepts, walk
+from tests.streamcheck import random_split, stream
+
+RENDERED = Path(__file__).parent.parent / "templates" / "rendered"
+# Built-ins with no grammar yet, each with the reason (the test below checks the reason is still true).
+NO_GRAMMAR: dict[str, str] = {}
+
+# Schemas that stress the argument grammar: nesting, arrays, enums, unions, nullable, no parameters,
+# strings (which walks fill with markers, newlines and non-ASCII text).
+STRESS_TOOLS: list[dict[str, Any]] = [
+    {"type": "function", "function": {"name": "plan_trip", "parameters": {
+        "type": "object", "properties": {
+            "city": {"type": "string"},
+            "days": {"type": "integer"},
+            "budget": {"type": ["number", "null"]},
+            "mode": {"type": "string", "enum": ["train", "plane", "car"]},
+            "stops": {"type": "array", "items": {"type": "object", "properties": {
+                "name": {"type": "string"}, "nights": {"type": "integer"}}, "required": ["name"],
+                "additionalProperties": False}, "maxItems": 3},
+            "flexible": {"type": "boolean"},
+            "note": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+        }, "required": ["city", "mode"], "additionalProperties": False}}},
+    {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}},
+    {"type": "function", "function": {"name": "write_file", "parameters": {
+        "type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+        "required": ["path", "content"]}}},
+]
+
+
+def _rendered(family: str) -> dict[str, Any] | None:
+    path = RENDERED / f"{family}.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
+def _prefix(family: str) -> str:
+    data = _rendered(family)
+    if data is None:
+        return ""
+    renderings = data["renderings"]
+    for name in ("prompt_enable_thinking_true", "prompt"):
+        if name in renderings and "text" in renderings[name]:
+            return str(renderings[name]["text"])
+    return ""
+
+
+def _families() -> list[str]:
+    return [name for name in list_templates() if "tool_calls" in get_template(name)["fields"]]
+
+
+def _grammar_families() -> list[str]:
+    return [f for f in _families() if f not in NO_GRAMMAR]
+
+
+CHOICES: list[tuple[Any, bool]] = [("auto", True), ("required", True), ("required", False), ("none", True),
+                                   ("plan_trip", True), ("auto", False)]
+
+
+def _check_message(message: dict[str, Any], choice: Any, parallel: bool) -> None:
+    calls = message.get("tool_calls", [])
+    schemas = {t["function"]["name"]: t["function"]["parameters"] for t in STRESS_TOOLS}
+    if choice == "none":
+        assert not calls
+    elif choice == "required":
+        assert len(calls) >= 1
+    elif choice != "auto":
+        assert len(calls) == 1 and calls[0]["function"]["name"] == choice
+    if not parallel:
+        assert len(calls) <= 1
+    for call in calls:
+        function = call["function"]
+        assert function["name"] in schemas
+        jsonschema.validate(function["arguments"], schemas[function["name"]])
+
+
+@pytest.mark.parametrize("family", _grammar_families())
+def test_random_walks_parse_back(family: str) -> None:
+    template = get_template(family)
+    prefix = _prefix(family)
+    rng = random.Random(family)
+    finished = 0
+    for choice, parallel in CHOICES:
+        grammar = tool_grammar(template, STRESS_TOOLS, tool_choice=choice, parallel_tool_calls=parallel,
+                               prefix=prefix)
+        literals = sorted(grammar.grammar.literals())
+        for _ in range(4):
+            text = walk(grammar.lark, rng, literals)
+            if text is None:
+                continue
+            finished += 1
+            where = f"{family} {choice} parallel={parallel}: {text!r}"
+            message = chatparse.parse_response(text, template, prefix=prefix, tools=STRESS_TOOLS)
+            try:
+                _check_message(message, choice, parallel)
+            except (AssertionError, jsonschema.ValidationError) as exc:
+                raise AssertionError(f"{where}\n-> {message}\n{exc}") from exc
+            streamed, _ = stream(template, prefix, random_split(text, rng), tools=STRESS_TOOLS)
+            assert streamed == message, where
+    assert finished >= 12, f"only {finished} of 24 walks finished"
+
+
+def _turns(family: str) -> list[tuple[str, str, bool]]:
+    """(prompt, generated turn, has calls) for each assistant turn the real chat template renders."""
+    data = _rendered(family)
+    if data is None:
+        return []
+    ends = get_template(family).get("chatparse", {}).get("end", [])
+    turns = []
+    for name, rendering in data["renderings"].items():
+        if not name.startswith("assistant_") or not rendering.get("prompt_is_prefix"):
+            continue
+        text = rendering["assistant_text"]
+        found = [(text.find(e), e) for e in ends if e in text]
+        if found:
+            at, marker = min(found)
+            text = text[: at + len(marker)]
+        prompt = data["renderings"][rendering["prompt_rendering"]]["text"]
+        has_calls = bool(rendering["messages"][-1].get("tool_calls"))
+        turns.append((prompt, text, has_calls))
+    return turns
+
+
+@pytest.mark.parametrize("family", [f for f in _grammar_families() if _turns(f)])
+def test_the_grammar_admits_what_the_chat_template_renders(family: str) -> None:
+    template = get_template(family)
+    tools = _rendered(family)["tools_schema"]  # type: ignore[index]
+    for prompt, text, has_calls in _turns(family):
+        ok, why = accepts(tool_grammar(template, tools, prefix=prompt).lark, text)
+        assert ok, f"auto grammar rejects {text!r}: {why}"
+        message = chatparse.parse_response(text, template, prefix=prompt, tools=tools)
+        if has_calls and not message.get("content"):
+            ok, why = accepts(tool_grammar(template, tools, tool_choice="required", prefix=prompt).lark, text)
+            assert ok, f"required grammar rejects {text!r}: {why}"
+
+
+@pytest.mark.parametrize("family", sorted(NO_GRAMMAR))
+def test_families_without_a_grammar_say_why(family: str) -> None:
+    with pytest.raises(GrammarError) as info:
+        tool_grammar(family, STRESS_TOOLS)
+    assert info.value.code == NO_GRAMMAR[family]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -171,9 +171,18 @@ def plan(template: CompiledTemplate) -> Plan:
         watched.extend(f.ext.lone_close)
     reasoning_watched: list[str] = [*ext.end, *ext.next_turn]
     if thinking is not None:
-        reasoning_watched.extend(watched_texts(thinking.close))
+        reasoning_watched.extend(_reasoning_closes(thinking, calls))
     return Plan(thinking=thinking, calls=calls, end=ext.end[0] if ext.end else None,
                 watched=tuple(dict.fromkeys(watched)), reasoning_watched=tuple(dict.fromkeys(reasoning_watched)))
+
+
+def _reasoning_closes(thinking: CompiledField, calls: CompiledField) -> tuple[str, ...]:
+    """Texts that close the reasoning. A close regex with no fixed texts (``</think>|(?=<tool_call>...)``:
+    reasoning also ends where a call starts) is its written close and the calls' openers."""
+    close = thinking.close
+    if close is None or close.literals or close.info.anchors:
+        return watched_texts(close)
+    return (region_texts(thinking)[1], *watched_texts(calls.open))
 
 
 class Builder:
@@ -228,7 +237,7 @@ class Builder:
                         "bad_write_form", field="tool_calls")
         head, rest = template.split("{key}")
         between, tail = rest.split("{value}")
-        close, marker, head_marker = tail.rstrip(), tail.strip(), head.lstrip()
+        marker, head_marker = tail.strip(), head.lstrip()
         following = end.lstrip()
         end_marker = following[: following.index(">") + 1] if ">" in following else following
         if not marker or not head_marker or not end_marker:
@@ -240,13 +249,14 @@ class Builder:
         required = set(schema.get("required") or ())
         names = list(props)
         structure = [w for w in (head_marker, end_marker, *self.plan.watched) if w]
-        stray = rx_escape(marker) + r"\s*[^<>\s][^<>]{0,256}" + rx_escape(end_marker)
+        closing, bare = _value_close(between, tail)
+        stray = rx_escape(marker) + r"\s*[^<>\s][^<>]*" + rx_escape(end_marker)  # no counted repeat: llguidance's lexer blows up on one inside a complement
 
         def stop(cont: str) -> Until:
             """A string value, its close and ``cont`` (the next structure's first marker)."""
-            excludes = [rx_escape(marker) + _GAP + _diverging(cont), stray]
+            excludes = [rx_escape(marker) + _GAP + _diverging(cont), stray, *bare(cont)]
             excludes += [rx_escape(marker) + _GAP + rx_escape(w) for w in structure if not cont.startswith(w)]
-            return Until(rx_escape(close) + _GAP + rx_escape(cont), tuple(dict.fromkeys(excludes)))
+            return Until(closing + _GAP + rx_escape(cont), tuple(dict.fromkeys(excludes)))
 
         picks: dict[int, Node] = {}
 
@@ -277,8 +287,11 @@ class Builder:
                 if may_end:
                     options.append(seq(stop(end_marker), lit(following[len(end_marker):])))
                 return alt(*options)
-            if isinstance(sub, Mapping) and sub.get("type") == "boolean":  # chat templates write Python's too
-                value: Node = alt(*(Lit(v) for v in ("true", "false", "True", "False")))
+            written = _written_literals(sub)
+            if written is not None:  # an enum or a constant: strings raw, as the chat template writes them
+                value: Node = alt(*(Lit(v) for v in written))
+            elif isinstance(sub, Mapping) and sub.get("type") == "boolean":  # chat templates write Python's too
+                value = alt(*(Lit(v) for v in ("true", "false", "True", "False")))
             else:
                 value = self.schemas.value(sub, f"tools/{tool.name}/parameters/properties/{names[j]}", schema)
             after: list[Node] = []
@@ -286,7 +299,8 @@ class Builder:
                 after.append(seq(lit(head_marker), nxt))
             if may_end:
                 after.append(lit(following))
-            return seq(opt(Rx(r"[ \t\n]{1,4}")), value, lit(tail), alt(*after))
+            gap = EMPTY if written is not None else opt(Rx(r"[ \t\n]{1,4}"))
+            return seq(gap, value, lit(tail), alt(*after))
 
         first, may_end = more(0)
         options: list[Node] = []
@@ -354,6 +368,26 @@ class Builder:
 _GAP = r"\s*"
 
 
+def _value_close(between: str, tail: str) -> tuple[str, Callable[[str], list[str]]]:
+    """(a regex for a string value's close, a function giving what the value must not hold before ``cont``).
+
+    The parser's structure closes a value at its close text with the layout before it (``\n</parameter>``):
+    the layout is the value's last character, or the head's last one when the value is empty. The content
+    parser reads the close without the layout, so a close the layout does not precede must not be followed
+    by ``cont`` anywhere in the value."""
+    stripped = tail.lstrip()
+    marker = stripped.rstrip()
+    layout = tail[: len(tail) - len(stripped)]
+    if not layout:
+        return rx_escape(marker), lambda cont: []
+    if between.endswith(layout[-1]):  # an empty value: the head's layout closes it
+        closing = f"(?:{rx_escape(layout)})?{rx_escape(marker)}"
+    else:
+        closing = rx_escape(layout + marker)
+    last = rx_escape(layout[-1]) if layout[-1] not in "]^\\-" else "\\" + layout[-1]
+    return closing, lambda cont: [f"[^{last}]{rx_escape(marker)}{_GAP}{rx_escape(cont)}"]
+
+
 def _diverging(text: str) -> str:
     """A regex for what starts differently from ``text`` (whitespace first never counts as different: it is
     the gap before it)."""
@@ -371,6 +405,17 @@ def _raw_string(schema: Any) -> bool:
         return False
     kinds = schema.get("type")
     return kinds == "string" or (isinstance(kinds, list) and "string" in kinds)
+
+
+def _written_literals(schema: Any) -> list[str] | None:
+    """The texts of an enum's or a constant's values as raw-text parameters write them (a string as itself,
+    anything else as JSON), or None for other schemas."""
+    if not isinstance(schema, Mapping) or not ("enum" in schema or "const" in schema):
+        return None
+    values = schema["enum"] if "enum" in schema else [schema["const"]]
+    if not isinstance(values, list) or not values:
+        return None
+    return [v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in values]
 
 
 def _excludes(watched: Iterable[str], stop: str) -> tuple[str, ...]:

@@ -31,7 +31,8 @@ OWS = opt(WS)
 # One character of a JSON string: anything but a quote, a backslash or a control character, or an escape.
 STRING_CHAR = r'(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))'
 INTEGER = r"-?(?:0|[1-9][0-9]{0,17})"
-NUMBER = INTEGER + r"(?:\.[0-9]{1,17})?(?:[eE][+-]?[0-9]{1,3})?"
+# Exponents of two digits at most: a larger one overflows a float (readers give inf or fail).
+NUMBER = INTEGER + r"(?:\.[0-9]{1,17})?(?:[eE][+-]?[0-9]{1,2})?"
 # Keywords that only describe (no constraint on the text).
 _NOTES = frozenset({"description", "title", "examples", "default", "$schema", "$id", "$comment", "deprecated",
                     "readOnly", "writeOnly", "strict", "x-guidance", "markdownDescription", "$defs", "definitions"})

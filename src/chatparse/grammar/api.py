@@ -73,6 +73,8 @@ def _reasoning_state(template: CompiledTemplate, builder: Builder, prefix: str) 
     # alternatives waits for the next character): the written close decides.
     if parser.current_region == thinking.name and not prefix.rstrip().endswith(closed):
         return "open"
+    if prefix.rstrip().endswith(opened):  # an open the parser holds back (its pattern may still go on)
+        return "open"
     at = prefix.rfind(opened)
     if at >= 0 and prefix.find(closed, at + len(opened)) >= 0 and not prefix[at:].rstrip().endswith(opened):
         tail = prefix[prefix.find(closed, at) + len(closed):]

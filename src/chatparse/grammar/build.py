@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +34,7 @@ from chatparse.grammar.ir import (
     rx_escape,
     seq,
 )
-from chatparse.grammar.jsonschema import OWS, GrammarError, SchemaGrammar
+from chatparse.grammar.jsonschema import OWS, STRING_CHAR, GrammarError, SchemaGrammar
 from chatparse.template.compile import CompiledField, CompiledTemplate, Delimiter
 
 CHOICES = ("auto", "required", "none")
@@ -249,6 +250,8 @@ class Builder:
         required = set(schema.get("required") or ())
         names = list(props)
         structure = [w for w in (head_marker, end_marker, *self.plan.watched) if w]
+        # A typed value is read by the parser's structure first: its strings hold no marker's first character.
+        self.schemas.string_char = _string_char(w[0] for w in (marker, *structure))
         closing, bare = _value_close(between, tail)
         stray = rx_escape(marker) + r"\s*[^<>\s][^<>]*" + rx_escape(end_marker)  # no counted repeat: llguidance's lexer blows up on one inside a complement
 
@@ -256,7 +259,12 @@ class Builder:
             """A string value, its close and ``cont`` (the next structure's first marker)."""
             excludes = [rx_escape(marker) + _GAP + _diverging(cont), stray, *bare(cont)]
             excludes += [rx_escape(marker) + _GAP + rx_escape(w) for w in structure if not cont.startswith(w)]
-            return Until(closing + _GAP + rx_escape(cont), tuple(dict.fromkeys(excludes)))
+            # A parameter opener at the start of a line in a value without close text is a parameter whose
+            # close the model dropped (the parser reads it so): never at a line start but after a close
+            # (its last characters: the whole close makes llguidance's relevance check run out of fuel).
+            excludes.append(_not_after(marker[-4:]) + rx_escape("\n" + head_marker))
+            return Until(closing + _GAP + rx_escape(cont), tuple(dict.fromkeys(excludes)),
+                         start=rx_escape("\n" + head_marker))
 
         picks: dict[int, Node] = {}
 
@@ -270,7 +278,7 @@ class Builder:
                 picks[i] = EMPTY  # placeholder against re-entry
                 options: list[Node] = []
                 for j in range(i, len(names)):
-                    options.append(seq(lit(names[j] + between), member(j)))
+                    options.append(seq(lit(names[j]), _tags_apart(between), member(j)))
                     if names[j] in required:
                         break
                 picks[i] = self.grammar.add("param", alt(*options))
@@ -296,18 +304,18 @@ class Builder:
                 value = self.schemas.value(sub, f"tools/{tool.name}/parameters/properties/{names[j]}", schema)
             after: list[Node] = []
             if nxt is not None:
-                after.append(seq(lit(head_marker), nxt))
+                after.append(seq(_LAYOUT, lit(head_marker), nxt))
             if may_end:
-                after.append(lit(following))
-            gap = EMPTY if written is not None else opt(Rx(r"[ \t\n]{1,4}"))
+                after.append(seq(_LAYOUT, lit(end)))  # the call's end with its layout (a string's stop holds it)
+            gap = EMPTY if written is not None else _LAYOUT
             return seq(gap, value, lit(tail), alt(*after))
 
         first, may_end = more(0)
         options: list[Node] = []
         if first is not None:
-            options.append(seq(lit(head), first))
+            options.append(seq(_LAYOUT, lit(head), first))
         if may_end:
-            options.append(lit(end))
+            options.append(seq(_LAYOUT, lit(end)))
         return alt(*options)
 
     # -- the turn -------------------------------------------------------------------------------------
@@ -366,26 +374,58 @@ class Builder:
 
 
 _GAP = r"\s*"
+# Whitespace a model may write between the tags of a call where the chat template writes none or other.
+_LAYOUT = opt(Rx(r"[ \t\n]{1,4}"))
 
 
 def _value_close(between: str, tail: str) -> tuple[str, Callable[[str], list[str]]]:
     """(a regex for a string value's close, a function giving what the value must not hold before ``cont``).
 
-    The parser's structure closes a value at its close text with the layout before it (``\n</parameter>``):
-    the layout is the value's last character, or the head's last one when the value is empty. The content
-    parser reads the close without the layout, so a close the layout does not precede must not be followed
-    by ``cont`` anywhere in the value."""
+    The parser's structure closes a value at its close text with the layout around it (``\n</parameter>``,
+    ``</parameter>\n``): the layout before is the value's last character, or the head's last one when the
+    value is empty. The content parser reads the close without the layout, so a close without that layout
+    must not be followed by ``cont`` anywhere in the value."""
     stripped = tail.lstrip()
     marker = stripped.rstrip()
-    layout = tail[: len(tail) - len(stripped)]
-    if not layout:
-        return rx_escape(marker), lambda cont: []
-    if between.endswith(layout[-1]):  # an empty value: the head's layout closes it
-        closing = f"(?:{rx_escape(layout)})?{rx_escape(marker)}"
-    else:
-        closing = rx_escape(layout + marker)
-    last = rx_escape(layout[-1]) if layout[-1] not in "]^\\-" else "\\" + layout[-1]
-    return closing, lambda cont: [f"[^{last}]{rx_escape(marker)}{_GAP}{rx_escape(cont)}"]
+    before, after = tail[: len(tail) - len(stripped)], stripped[len(marker):]
+    closing = rx_escape(marker + after)
+    bare: list[str] = []
+    if before:
+        optional = between.endswith(before[-1])  # an empty value: the head's layout closes it
+        closing = (f"(?:{rx_escape(before)})?" if optional else rx_escape(before)) + closing
+        bare.append(f"[^{_class_char(before[-1])}]{rx_escape(marker)}{_GAP}")
+    if after:
+        bare.append(f"{rx_escape(marker)}(?:[^\\S{_class_char(after[0])}]{_GAP})?")
+    return closing, lambda cont: [b + rx_escape(cont) for b in bare]
+
+
+def _class_char(ch: str) -> str:
+    return rx_escape(ch) if ch not in "]^\\-" else "\\" + ch
+
+
+def _tags_apart(text: str) -> Node:
+    """``text`` with optional layout where one tag ends and the next begins (``</arg_key><arg_value>``)."""
+    parts = re.split(r"(?<=>)[ \t\n]*(?=<)", text)
+    out: list[Node] = [lit(parts[0])]
+    for part in parts[1:]:
+        out += [_LAYOUT, lit(part)]
+    return seq(*out)
+
+
+def _string_char(firsts: Iterable[str]) -> str:
+    """One character of a JSON string that is none of ``firsts`` (written ``\\u`` escaped instead)."""
+    banned = "".join(sorted({rx_escape(c) if c not in "]^\\-" else "\\" + c for c in firsts}))
+    return STRING_CHAR.replace('[^"', f'[^{banned}"', 1)
+
+
+def _not_after(text: str) -> str:
+    """A regex for a character, with what follows it, that does not end ``text`` (``[^>]|[^r]>|...``)."""
+    options = []
+    for i in range(len(text)):
+        ch = text[len(text) - 1 - i]
+        cls = rx_escape(ch) if ch not in "]^\\-" else "\\" + ch
+        options.append(f"[^{cls}]" + rx_escape(text[len(text) - i:]))
+    return "(?:" + "|".join(options) + ")"
 
 
 def _diverging(text: str) -> str:

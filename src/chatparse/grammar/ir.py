@@ -13,6 +13,7 @@ markers; both kinds carry the marker texts the text must not contain:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -80,10 +81,11 @@ class Ref(Node):
 @dataclass(frozen=True)
 class Until(Node):
     """Free text up to and including the first match of ``stop`` (a regex); ``excludes`` are regexes that
-    must match nowhere in the text."""
+    must match nowhere in the text, ``start`` one the text must not start with (empty: none)."""
 
     stop: str
     excludes: tuple[str, ...] = ()
+    start: str = ""
 
 
 @dataclass(frozen=True)
@@ -158,6 +160,14 @@ def _collect(node: Node, found: set[str]) -> None:
             _collect(item, found)
     elif isinstance(node, Rep):
         _collect(node.item, found)
+    elif isinstance(node, Until) and _PLAIN.fullmatch(node.stop):  # a stop that is one text (a close)
+        found.add(_UNESCAPE.sub(lambda m: _CONTROL.get(m.group(1), m.group(1)), node.stop))
+
+
+# A regex that is one literal text (as ``rx_escape`` writes it), and how to read it back.
+_PLAIN = re.compile(r"(?:\\.|[^\\.+*?()|\[\]{}^$])+")
+_UNESCAPE = re.compile(r"\\(.)")
+_CONTROL = {"n": "\n", "t": "\t", "r": "\r"}
 
 
 def any_of(patterns: Iterable[str]) -> str:

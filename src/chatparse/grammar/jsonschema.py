@@ -55,9 +55,11 @@ def json_string(min_len: int = 0, max_len: int | None = None, char: str = STRING
 class SchemaGrammar:
     """Writes JSON Schemas into ``grammar``; one instance per tool set (it names rules for ``$defs``)."""
 
-    def __init__(self, grammar: Grammar, *, lenient: bool = False) -> None:
+    def __init__(self, grammar: Grammar, *, lenient: bool = False, string_char: str = STRING_CHAR) -> None:
+        """``string_char``: a regex for one character of a string (where strings must avoid some text)."""
         self.grammar = grammar
         self.lenient = lenient
+        self.string_char = string_char
         self.unenforced: list[str] = []
         self._any: Ref | None = None
         self._defs: dict[tuple[int, str], Ref] = {}
@@ -149,7 +151,7 @@ class SchemaGrammar:
     # -- by type --------------------------------------------------------------------------------------
     def _typed(self, kind: Any, schema: Mapping[str, Any], where: str, root: Any) -> Node:
         if kind == "string":
-            return json_string(int(schema.get("minLength", 0)), schema.get("maxLength"))
+            return json_string(int(schema.get("minLength", 0)), schema.get("maxLength"), self.string_char)
         if kind == "integer":
             return Rx(INTEGER)
         if kind == "number":
@@ -227,14 +229,14 @@ class SchemaGrammar:
             self._any = Ref("json_value")
             obj = self._any_object(True, "", None)
             arr = seq(Lit("["), OWS, opt(seq(self._any, Rep(seq(OWS, Lit(","), OWS, self._any)), OWS)), Lit("]"))
-            self.grammar.rules["json_value"] = alt(json_string(), Rx(NUMBER), Lit("true"), Lit("false"),
+            self.grammar.rules["json_value"] = alt(json_string(char=self.string_char), Rx(NUMBER), Lit("true"), Lit("false"),
                                                    Lit("null"), obj, arr)
         return self._any
 
     def _any_object(self, values: Any, where: str, root: Any) -> Node:
         value = self.any_value() if values in (None, True) else self.value(values, f"{where}/additionalProperties",
                                                                            root)
-        member = seq(json_string(), OWS, Lit(":"), OWS, value)
+        member = seq(json_string(char=self.string_char), OWS, Lit(":"), OWS, value)
         return seq(Lit("{"), OWS, opt(seq(member, Rep(seq(OWS, Lit(","), OWS, member)), OWS)), Lit("}"))
 
 

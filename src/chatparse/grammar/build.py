@@ -29,6 +29,7 @@ from chatparse.grammar.ir import (
     Text,
     Until,
     alt,
+    any_of,
     lit,
     opt,
     rx_escape,
@@ -144,7 +145,30 @@ def call_form(field: CompiledField) -> CallForm:
 
 
 def _partials(markers: Iterable[str]) -> tuple[str, ...]:
-    return tuple(sorted({rx_escape(m[:i]) for m in markers for i in range(1, len(m))}))
+    """A regex for the first part of any marker (a whole marker matches too)."""
+    markers = [m for m in markers if m]
+    return (_trie(markers, prefixes=True),) if markers else ()
+
+
+def _trie(words: Iterable[str], *, prefixes: bool = False) -> str:
+    """A regex for exactly ``words`` (``prefixes``: or any non-empty first part of one), written as a trie:
+    one alternative per word makes llguidance's lexer construct too many expressions for long markers."""
+    root: dict[str, Any] = {}
+    for word in words:
+        node = root
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}  # a word ends here
+
+    def regex(node: Mapping[str, Any]) -> str:
+        options = [rx_escape(ch) + regex(child) for ch, child in sorted(node.items()) if ch]
+        if not options:
+            return ""
+        body = options[0] if len(options) == 1 else "(?:" + "|".join(options) + ")"
+        return f"(?:{body})?" if prefixes or "" in node else body
+
+    options = [rx_escape(ch) + regex(child) for ch, child in sorted(root.items()) if ch]
+    return options[0] if len(options) == 1 else "(?:" + "|".join(options) + ")"
 
 
 @dataclass(frozen=True)
@@ -253,12 +277,15 @@ class Builder:
         # A typed value is read by the parser's structure first: its strings hold no marker's first character.
         self.schemas.string_char = _string_char(w[0] for w in (marker, *structure))
         closing, bare = _value_close(between, tail)
-        stray = rx_escape(marker) + r"\s*[^<>\s][^<>]*" + rx_escape(end_marker)  # no counted repeat: llguidance's lexer blows up on one inside a complement
+        # Stray text, then the call's end (no counted repeat: llguidance's lexer blows up on one in a complement).
+        stray = r"[^<>\s][^<>]*" + rx_escape(end_marker)
 
         def stop(cont: str) -> Until:
             """A string value, its close and ``cont`` (the next structure's first marker)."""
-            excludes = [rx_escape(marker) + _GAP + _diverging(cont), stray, *bare(cont)]
-            excludes += [rx_escape(marker) + _GAP + rx_escape(w) for w in structure if not cont.startswith(w)]
+            # What may not follow the close inside the value, as one alternation (the lexer's state count
+            # grows with each regex that starts with the close).
+            others = [w for w in structure if not cont.startswith(w)]
+            excludes = [rx_escape(marker) + _GAP + any_of([stray, _trie(others)]), *bare(cont)]
             # A parameter opener at the start of a line in a value without close text is a parameter whose
             # close the model dropped (the parser reads it so): never at a line start but after a close
             # (its last characters: the whole close makes llguidance's relevance check run out of fuel).
@@ -426,17 +453,6 @@ def _not_after(text: str) -> str:
         cls = rx_escape(ch) if ch not in "]^\\-" else "\\" + ch
         options.append(f"[^{cls}]" + rx_escape(text[len(text) - i:]))
     return "(?:" + "|".join(options) + ")"
-
-
-def _diverging(text: str) -> str:
-    """A regex for what starts differently from ``text`` (whitespace first never counts as different: it is
-    the gap before it)."""
-    pattern = ""
-    for i in range(len(text) - 1, -1, -1):
-        ch = rx_escape(text[i]) if text[i] not in "]^\\-" else "\\" + text[i]
-        blank = "\\s" if i == 0 else ""
-        pattern = f"(?:[^{ch}{blank}]" + (f"|{rx_escape(text[i])}{pattern})" if pattern else ")")
-    return pattern
 
 
 def _raw_string(schema: Any) -> bool:

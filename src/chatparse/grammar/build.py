@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import importlib
 import json
-import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,20 +28,21 @@ from chatparse.grammar.ir import (
     Text,
     Until,
     alt,
-    any_of,
     lit,
     opt,
     rx_escape,
     seq,
+    trie,
 )
-from chatparse.grammar.jsonschema import OWS, STRING_CHAR, GrammarError, SchemaGrammar
+from chatparse.grammar.jsonschema import OWS, GrammarError, SchemaGrammar
 from chatparse.template.compile import CompiledField, CompiledTemplate, Delimiter
 
 CHOICES = ("auto", "required", "none")
 # Bodies written by modules of their own (each has ``write(builder, tool, begin, end) -> Node``).
 BODY_MODULES: dict[str, str] = {
+    "xml-parameters": "chatparse.grammar.body_xml_parameters",
 }
-BODIES = ("json-call", "json-arguments", "xml-parameters", *BODY_MODULES)
+BODIES = ("json-call", "json-arguments", *BODY_MODULES)
 # Whitespace a model writes between calls and around them when no separator is spelled out.
 _BETWEEN = Rx(r"[ \t\n]{1,4}")
 
@@ -145,30 +145,9 @@ def call_form(field: CompiledField) -> CallForm:
 
 
 def _partials(markers: Iterable[str]) -> tuple[str, ...]:
-    """A regex for the first part of any marker (a whole marker matches too)."""
+    """A regex for the first part of any marker, as a trie (a whole marker matches too)."""
     markers = [m for m in markers if m]
-    return (_trie(markers, prefixes=True),) if markers else ()
-
-
-def _trie(words: Iterable[str], *, prefixes: bool = False) -> str:
-    """A regex for exactly ``words`` (``prefixes``: or any non-empty first part of one), written as a trie:
-    one alternative per word makes llguidance's lexer construct too many expressions for long markers."""
-    root: dict[str, Any] = {}
-    for word in words:
-        node = root
-        for ch in word:
-            node = node.setdefault(ch, {})
-        node[""] = {}  # a word ends here
-
-    def regex(node: Mapping[str, Any]) -> str:
-        options = [rx_escape(ch) + regex(child) for ch, child in sorted(node.items()) if ch]
-        if not options:
-            return ""
-        body = options[0] if len(options) == 1 else "(?:" + "|".join(options) + ")"
-        return f"(?:{body})?" if prefixes or "" in node else body
-
-    options = [rx_escape(ch) + regex(child) for ch, child in sorted(root.items()) if ch]
-    return options[0] if len(options) == 1 else "(?:" + "|".join(options) + ")"
+    return (trie(markers, prefixes=True),) if markers else ()
 
 
 @dataclass(frozen=True)
@@ -234,8 +213,6 @@ class Builder:
             body = self.json_call(tool)
         elif form.body == "json-arguments":
             body = self.arguments(tool)
-        elif form.body == "xml-parameters":
-            return seq(lit(begin), self.xml_parameters(tool, end))
         else:  # a body written by its own module: write(builder, tool, begin, end) -> the whole call
             module = importlib.import_module(BODY_MODULES[form.body])
             return module.write(self, tool, begin, end)  # type: ignore[no-any-return]
@@ -249,101 +226,6 @@ class Builder:
         name_key, args_key = keys.get("name", "name"), keys.get("arguments", "arguments")
         return seq(Lit("{"), OWS, Lit(json.dumps(name_key)), OWS, Lit(":"), OWS, Lit(json.dumps(tool.name)), OWS,
                    Lit(","), OWS, Lit(json.dumps(args_key)), OWS, Lit(":"), OWS, self.arguments(tool), OWS, Lit("}"))
-
-    def xml_parameters(self, tool: Any, end: str) -> Node:
-        """Parameters one by one in schema order (``parameter`` form ``<parameter={key}>\\n{value}\\n</parameter>\\n``),
-        then the call's ``end``. A string value is raw text that ends at its close only where the next
-        parameter or the call's end follows (the parser's structural rule), so it may hold any marker but
-        that close followed by structure; other values are JSON (an enum: one of its literals)."""
-        template = self.form.parameter
-        if template.count("{key}") != 1 or template.count("{value}") != 1 or \
-                template.index("{key}") > template.index("{value}"):
-            raise _fail(f"'chatparse.write.parameter' must hold '{{key}}' then '{{value}}', found {template!r}",
-                        "bad_write_form", field="tool_calls")
-        head, rest = template.split("{key}")
-        between, tail = rest.split("{value}")
-        marker, head_marker = tail.strip(), head.lstrip()
-        following = end.lstrip()
-        end_marker = following[: following.index(">") + 1] if ">" in following else following
-        if not marker or not head_marker or not end_marker:
-            raise _fail(f"'chatparse.write.parameter' {template!r} (with the call's end {end!r}) needs text before "
-                        "the key, after the value and after the last parameter", "bad_write_form",
-                        field="tool_calls")
-        schema = dict(tool.parameters)
-        props: dict[str, Any] = dict(schema.get("properties") or {})
-        required = set(schema.get("required") or ())
-        names = list(props)
-        structure = [w for w in (head_marker, end_marker, *self.plan.watched) if w]
-        # A typed value is read by the parser's structure first: its strings hold no marker's first character.
-        self.schemas.string_char = _string_char(w[0] for w in (marker, *structure))
-        closing, bare = _value_close(between, tail)
-        # Stray text, then the call's end (no counted repeat: llguidance's lexer blows up on one in a complement).
-        stray = r"[^<>\s][^<>]*" + rx_escape(end_marker)
-
-        def stop(cont: str) -> Until:
-            """A string value, its close and ``cont`` (the next structure's first marker)."""
-            # What may not follow the close inside the value, as one alternation (the lexer's state count
-            # grows with each regex that starts with the close).
-            others = [w for w in structure if not cont.startswith(w)]
-            excludes = [rx_escape(marker) + _GAP + any_of([stray, _trie(others)]), *bare(cont)]
-            # A parameter opener at the start of a line in a value without close text is a parameter whose
-            # close the model dropped (the parser reads it so): never at a line start but after a close
-            # (its last characters: the whole close makes llguidance's relevance check run out of fuel).
-            excludes.append(_not_after(marker[-4:]) + rx_escape("\n" + head_marker))
-            return Until(closing + _GAP + rx_escape(cont), tuple(dict.fromkeys(excludes)),
-                         start=rx_escape("\n" + head_marker))
-
-        picks: dict[int, Node] = {}
-
-        def more(i: int) -> tuple[Node | None, bool]:
-            """(the choice of the next member from ``i`` on, None if none may come; whether the call may end)."""
-            may_end = not any(n in required for n in names[i:])
-            return (pick(i) if i < len(names) else None), may_end
-
-        def pick(i: int) -> Node:
-            if i not in picks:
-                picks[i] = EMPTY  # placeholder against re-entry
-                options: list[Node] = []
-                for j in range(i, len(names)):
-                    options.append(seq(lit(names[j]), _tags_apart(between), member(j)))
-                    if names[j] in required:
-                        break
-                picks[i] = self.grammar.add("param", alt(*options))
-            return picks[i]
-
-        def member(j: int) -> Node:
-            """Member ``j``'s value and what follows it: the next member or the call's end."""
-            nxt, may_end = more(j + 1)
-            sub = props[names[j]]
-            if _raw_string(sub):
-                options: list[Node] = []
-                if nxt is not None:
-                    options.append(seq(stop(head_marker), nxt))
-                if may_end:
-                    options.append(seq(stop(end_marker), lit(following[len(end_marker):])))
-                return alt(*options)
-            written = _written_literals(sub)
-            if written is not None:  # an enum or a constant: strings raw, as the chat template writes them
-                value: Node = alt(*(Lit(v) for v in written))
-            elif isinstance(sub, Mapping) and sub.get("type") == "boolean":  # chat templates write Python's too
-                value = alt(*(Lit(v) for v in ("true", "false", "True", "False")))
-            else:
-                value = self.schemas.value(sub, f"tools/{tool.name}/parameters/properties/{names[j]}", schema)
-            after: list[Node] = []
-            if nxt is not None:
-                after.append(seq(_LAYOUT, lit(head_marker), nxt))
-            if may_end:
-                after.append(seq(_LAYOUT, lit(end)))  # the call's end with its layout (a string's stop holds it)
-            gap = EMPTY if written is not None else _LAYOUT
-            return seq(gap, value, lit(tail), alt(*after))
-
-        first, may_end = more(0)
-        options: list[Node] = []
-        if first is not None:
-            options.append(seq(_LAYOUT, lit(head), first))
-        if may_end:
-            options.append(seq(_LAYOUT, lit(end)))
-        return alt(*options)
 
     # -- the turn -------------------------------------------------------------------------------------
     def calls_node(self, tools: list[Any], *, least: int, most: int | None, skip: str = "") -> Node:
@@ -397,81 +279,8 @@ class Builder:
         body = Until(rx_escape(closed), _excludes(self.plan.reasoning_watched, closed))
         if state == "open":
             return body
-        return opt(seq(lit(opened), body))
-
-
-_GAP = r"\s*"
-# Whitespace a model may write between the tags of a call where the chat template writes none or other.
-_LAYOUT = opt(Rx(r"[ \t\n]{1,4}"))
-
-
-def _value_close(between: str, tail: str) -> tuple[str, Callable[[str], list[str]]]:
-    """(a regex for a string value's close, a function giving what the value must not hold before ``cont``).
-
-    The parser's structure closes a value at its close text with the layout around it (``\n</parameter>``,
-    ``</parameter>\n``): the layout before is the value's last character, or the head's last one when the
-    value is empty. The content parser reads the close without the layout, so a close without that layout
-    must not be followed by ``cont`` anywhere in the value."""
-    stripped = tail.lstrip()
-    marker = stripped.rstrip()
-    before, after = tail[: len(tail) - len(stripped)], stripped[len(marker):]
-    closing = rx_escape(marker + after)
-    bare: list[str] = []
-    if before:
-        optional = between.endswith(before[-1])  # an empty value: the head's layout closes it
-        closing = (f"(?:{rx_escape(before)})?" if optional else rx_escape(before)) + closing
-        bare.append(f"[^{_class_char(before[-1])}]{rx_escape(marker)}{_GAP}")
-    if after:
-        bare.append(f"{rx_escape(marker)}(?:[^\\S{_class_char(after[0])}]{_GAP})?")
-    return closing, lambda cont: [b + rx_escape(cont) for b in bare]
-
-
-def _class_char(ch: str) -> str:
-    return rx_escape(ch) if ch not in "]^\\-" else "\\" + ch
-
-
-def _tags_apart(text: str) -> Node:
-    """``text`` with optional layout where one tag ends and the next begins (``</arg_key><arg_value>``)."""
-    parts = re.split(r"(?<=>)[ \t\n]*(?=<)", text)
-    out: list[Node] = [lit(parts[0])]
-    for part in parts[1:]:
-        out += [_LAYOUT, lit(part)]
-    return seq(*out)
-
-
-def _string_char(firsts: Iterable[str]) -> str:
-    """One character of a JSON string that is none of ``firsts`` (written ``\\u`` escaped instead)."""
-    banned = "".join(sorted({rx_escape(c) if c not in "]^\\-" else "\\" + c for c in firsts}))
-    return STRING_CHAR.replace('[^"', f'[^{banned}"', 1)
-
-
-def _not_after(text: str) -> str:
-    """A regex for a character, with what follows it, that does not end ``text`` (``[^>]|[^r]>|...``)."""
-    options = []
-    for i in range(len(text)):
-        ch = text[len(text) - 1 - i]
-        cls = rx_escape(ch) if ch not in "]^\\-" else "\\" + ch
-        options.append(f"[^{cls}]" + rx_escape(text[len(text) - i:]))
-    return "(?:" + "|".join(options) + ")"
-
-
-def _raw_string(schema: Any) -> bool:
-    """A parameter written as raw text: a string that is not an enum or a constant."""
-    if not isinstance(schema, Mapping) or "enum" in schema or "const" in schema:
-        return False
-    kinds = schema.get("type")
-    return kinds == "string" or (isinstance(kinds, list) and "string" in kinds)
-
-
-def _written_literals(schema: Any) -> list[str] | None:
-    """The texts of an enum's or a constant's values as raw-text parameters write them (a string as itself,
-    anything else as JSON), or None for other schemas."""
-    if not isinstance(schema, Mapping) or not ("enum" in schema or "const" in schema):
-        return None
-    values = schema["enum"] if "enum" in schema else [schema["const"]]
-    if not isinstance(values, list) or not values:
-        return None
-    return [v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in values]
+        # Chat templates may write a newline before the open (one lexeme: free text would take the newline).
+        return opt(seq(alt(lit(opened), lit("\n" + opened)), body))
 
 
 def _excludes(watched: Iterable[str], stop: str) -> tuple[str, ...]:

@@ -89,7 +89,7 @@ class _Parameters:
         self.structure = [w for w in (self.head_marker, self.end_marker, *builder.plan.watched) if w]
         # A typed value is read by the parser's structure first: its strings hold no marker's first
         # character (nor, for XML text, a reference's).
-        firsts = {w[0] for w in (self.marker, *self.structure)} | ({"&"} if self.xml_text else set())
+        firsts = {_first_symbol(w) for w in (self.marker, *self.structure)} | ({"&"} if self.xml_text else set())
         builder.schemas.string_char = _string_char(firsts)
         self.closing, self.bare = _value_close(self.between, self.tail)
         self.picks: dict[int, Node] = {}
@@ -164,8 +164,8 @@ class _Parameters:
         excludes = [rx_escape(self.marker) + GAP + any_of(after), *self.bare(cont)]
         # A parameter opener at the start of a line in a value without close text is a parameter whose close
         # the model dropped (the parser reads it so): never at a line start but after a close (its last
-        # characters: the whole close makes llguidance's relevance check run out of fuel).
-        excludes.append(_not_after(self.marker[-4:]) + rx_escape("\n" + self.head_marker))
+        # character: more of it runs llguidance's initial lexer fuel out on long marker sets).
+        excludes.append(_not_after(self.marker[-1:]) + rx_escape("\n" + self.head_marker))
         return Until(self.closing + GAP + rx_escape(cont), tuple(dict.fromkeys(excludes)),
                      start=rx_escape("\n" + self.head_marker))
 
@@ -256,6 +256,12 @@ def _diverging(text: str) -> str:
         blank = "\\s" if i == 0 else ""
         pattern = f"(?:[^{_class_char(text[i])}{blank}]" + (f"|{rx_escape(text[i])}{pattern})" if pattern else ")")
     return pattern
+
+
+def _first_symbol(marker: str) -> str:
+    """The character of ``marker`` strings avoid: its first that is not a letter, digit or space (``user<|x|>``
+    gives ``<``), else its first."""
+    return next((c for c in marker if not c.isalnum() and not c.isspace()), marker[0])
 
 
 def _string_char(firsts: Iterable[str]) -> str:

@@ -279,8 +279,7 @@ class Builder:
         body = Until(rx_escape(closed), _excludes(self.plan.reasoning_watched, closed))
         if state == "open":
             return body
-        # Chat templates may write a newline before the open (one lexeme: free text would take the newline).
-        return opt(seq(alt(lit(opened), lit("\n" + opened)), body))
+        return opt(seq(lit(opened), body))
 
 
 def _excludes(watched: Iterable[str], stop: str) -> tuple[str, ...]:

@@ -171,7 +171,7 @@ class _Parameters:
 
     def element_text(self) -> Node:
         """XML element text: raw text without ``<`` or ``&``, or one CDATA section that holds no marker."""
-        markers = [self.marker, *self.structure, _CDATA_CLOSE]
+        markers = [self.marker, *self.structure]
         cdata = Until(rx_escape(_CDATA_CLOSE), (trie(markers),))
         return opt(alt(Rx(r"[^<&]+"), seq(Lit(_CDATA_OPEN), cdata)))
 

@@ -41,7 +41,6 @@ CHOICES = ("auto", "required", "none")
 # Bodies written by modules of their own (each has ``write(builder, tool, begin, end) -> Node``).
 BODY_MODULES: dict[str, str] = {
     "xml-parameters": "chatparse.grammar.body_xml_parameters",
-    "xml-element-tree": "chatparse.grammar.body_xml_element_tree",
 }
 BODIES = ("json-call", "json-arguments", *BODY_MODULES)
 # Whitespace a model writes between calls and around them when no separator is spelled out.

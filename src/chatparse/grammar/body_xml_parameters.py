@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from chatparse.grammar.ir import (
@@ -90,10 +90,10 @@ class _Parameters:
         # A typed value is read by the parser's structure first: its strings hold no marker's first
         # character (nor, for XML text, a reference's).
         firsts = {_first_symbol(w) for w in (self.marker, *self.structure)} | ({"&"} if self.xml_text else set())
-        builder.schemas.string_char = _string_char(firsts)
+        self.banned = "".join(sorted(_class_char(c) for c in firsts))
+        builder.schemas.string_char = STRING_CHAR.replace('[^"', f'[^{self.banned}"', 1)
         self.closing, self.bare = _value_close(self.between, self.tail)
         self.picks: dict[int, Node] = {}
-        self.python_rules: dict[str, str] = {}
 
     def node(self) -> Node:
         first, may_end = self.more(0)
@@ -155,19 +155,15 @@ class _Parameters:
 
     def stop(self, cont: str) -> Until:
         """A string value, its close and ``cont`` (the next structure's first marker)."""
-        # What may not follow the close inside the value, as one alternation (the lexer's state count grows
-        # with each regex that starts with the close).
         # Nothing but ``cont`` follows a close inside a value: other structure (the parser's), stray text before
         # the call's end, anything at all (so a close is the value's last one: walks and models move on).
         others = [w for w in self.structure if w.startswith(cont) and w != cont]
         after = [_diverging(cont), trie(others)] if others else [_diverging(cont)]
         excludes = [rx_escape(self.marker) + GAP + any_of(after), *self.bare(cont)]
         # A parameter opener at the start of a line in a value without close text is a parameter whose close
-        # the model dropped (the parser reads it so): never at a line start but after a close (its last
-        # character: more of it runs llguidance's initial lexer fuel out on long marker sets).
-        excludes.append(_not_after(self.marker[-1:]) + rx_escape("\n" + self.head_marker))
-        return Until(self.closing + GAP + rx_escape(cont), tuple(dict.fromkeys(excludes)),
-                     start=rx_escape("\n" + self.head_marker))
+        # the model dropped (the parser reads it so): only the stop may end with one, nothing follows it.
+        excludes.append(rx_escape("\n" + self.head_marker) + "(?s:.)")
+        return Until(self.closing + GAP + rx_escape(cont), tuple(dict.fromkeys(excludes)))
 
     def element_text(self) -> Node:
         """XML element text: raw text without ``<`` or ``&``, or one CDATA section that holds no marker."""
@@ -184,7 +180,7 @@ class _Parameters:
             if quoted is None:
                 return node
             count = quoted.group(1)[len(self.builder.schemas.string_char):]
-            return Rx(f"'{_PY_CHAR}{count}'")
+            return Rx("'" + _PY_CHAR.replace("[^'", f"[^{self.banned}'", 1) + count + "'")
         if isinstance(node, Seq):
             return Seq(tuple(self.as_python(item) for item in node.items))
         if isinstance(node, Alt):
@@ -192,12 +188,11 @@ class _Parameters:
         if isinstance(node, Rep):
             return Rep(self.as_python(node.item), node.min, node.max)
         if isinstance(node, Ref):
-            rules = self.builder.grammar.rules
-            if node.name not in self.python_rules:
-                name = self.python_rules[node.name] = f"py_{node.name}"
+            rules, name = self.builder.grammar.rules, f"py_{node.name}"
+            if name not in rules:
                 rules[name] = EMPTY  # placeholder against recursion
                 rules[name] = self.as_python(rules[node.name])
-            return Ref(self.python_rules[node.name])
+            return Ref(name)
         return node
 
 
@@ -262,18 +257,6 @@ def _first_symbol(marker: str) -> str:
     """The character of ``marker`` strings avoid: its first that is not a letter, digit or space (``user<|x|>``
     gives ``<``), else its first."""
     return next((c for c in marker if not c.isalnum() and not c.isspace()), marker[0])
-
-
-def _string_char(firsts: Iterable[str]) -> str:
-    """One character of a JSON string that is none of ``firsts`` (written ``\\u`` escaped instead)."""
-    banned = "".join(sorted(_class_char(c) for c in set(firsts)))
-    return STRING_CHAR.replace('[^"', f'[^{banned}"', 1)
-
-
-def _not_after(text: str) -> str:
-    """A regex for a character, with what follows it, that does not end ``text`` (``[^>]|[^r]>|...``)."""
-    options = [f"[^{_class_char(text[-1 - i])}]" + rx_escape(text[len(text) - i:]) for i in range(len(text))]
-    return "(?:" + "|".join(options) + ")"
 
 
 def _raw_string(schema: Any) -> bool:

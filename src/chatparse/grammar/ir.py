@@ -82,11 +82,10 @@ class Ref(Node):
 @dataclass(frozen=True)
 class Until(Node):
     """Free text up to and including the first match of ``stop`` (a regex); ``excludes`` are regexes that
-    must match nowhere in the text, ``start`` one the text must not start with (empty: none)."""
+    must match nowhere in the text."""
 
     stop: str
     excludes: tuple[str, ...] = ()
-    start: str = ""
 
 
 @dataclass(frozen=True)

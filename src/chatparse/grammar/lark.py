@@ -84,8 +84,7 @@ class _Writer:
                 self.names[node] = f"{name} {special}"
                 return self.names[node]
             name = f"until_{index}"
-            start = f" & ~{_regex(node.start + _ANY)}" if node.start else ""
-            self.extra.append(f"{name}[lazy]: {_regex(_ANY + node.stop)}{self._exclusion(node.excludes)}{start}")
+            self.extra.append(f"{name}[lazy]: {_regex(_ANY + node.stop)}{self._exclusion(node.excludes)}")
         else:
             assert isinstance(node, Text)
             name = f"TEXT_{index}"

@@ -184,6 +184,8 @@ class Builder:
         self.schemas = SchemaGrammar(self.grammar, lenient=lenient)
         self.plan = plan(template)
         self.form = call_form(self.plan.calls)
+        self._bodies: dict[str, Node] = {}
+        self._calls: dict[tuple[str, str], Node] = {}
 
     # -- one call -------------------------------------------------------------------------------------
     def call(self, tool: Any, skip: str = "") -> Node:
@@ -196,16 +198,23 @@ class Builder:
                         "start with the trigger text ('chatparse.write.trigger')", "bad_write_form")
         begin = begin[len(skip):]
         end = form.end.replace("{name}", name)
-        if form.body == "json-call":
-            body = self.json_call(tool)
-        elif form.body == "json-arguments":
-            body = self.arguments(tool)
-        elif form.body == "xml-parameters":
-            return seq(lit(begin), self.xml_parameters(tool, end))
-        else:  # a body written by its own module: write(builder, tool, begin, end) -> the whole call
-            module = importlib.import_module(BODY_MODULES[form.body])
-            return module.write(self, tool, begin, end)  # type: ignore[no-any-return]
-        return seq(lit(begin), body, lit(end))
+        key = (name, skip)
+        if key not in self._calls:
+            # The body is one rule per tool, shared by the call written whole and the one after a trigger.
+            if name not in self._bodies:
+                if form.body == "json-call":
+                    node = seq(self.json_call(tool), lit(end))
+                elif form.body == "json-arguments":
+                    node = seq(self.arguments(tool), lit(end))
+                elif form.body == "xml-parameters":
+                    node = self.xml_parameters(tool, end)
+                else:  # a body written by its own module: write(builder, tool, begin, end) -> the whole call
+                    module = importlib.import_module(BODY_MODULES[form.body])
+                    self._calls[key] = module.write(self, tool, begin, end)
+                    return self._calls[key]
+                self._bodies[name] = self.grammar.add("body", node)
+            self._calls[key] = seq(lit(begin), self._bodies[name])
+        return self._calls[key]
 
     def arguments(self, tool: Any) -> Node:
         return self.schemas.value(dict(tool.parameters), f"tools/{tool.name}/parameters")

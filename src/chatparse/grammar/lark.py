@@ -14,7 +14,6 @@ import json
 from collections.abc import Collection
 
 from chatparse.grammar.ir import (
-    EMPTY,
     Alt,
     Grammar,
     Lit,

@@ -9,6 +9,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from chatparse.engine import ResponseParser
 from chatparse.grammar.build import CHOICES, Builder, region_texts
 from chatparse.grammar.ir import Grammar, seq
 from chatparse.grammar.jsonschema import GrammarError
@@ -65,8 +66,6 @@ def _reasoning_state(template: CompiledTemplate, builder: Builder, prefix: str) 
     thinking = builder.plan.thinking
     if thinking is None:
         return "none"
-    from chatparse.engine.parser import ResponseParser
-
     parser = ResponseParser(template, prefix=prefix)
     if parser.current_region == thinking.name:
         return "open"

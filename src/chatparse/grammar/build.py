@@ -351,7 +351,7 @@ class Builder:
 
     def reasoning(self, state: str) -> Node:
         thinking = self.plan.thinking
-        if thinking is None or state == "closed":
+        if thinking is None or state in ("closed", "none"):
             return EMPTY
         opened, closed = region_texts(thinking)
         body = Until(rx_escape(closed), _excludes(self.plan.reasoning_watched, closed))

@@ -378,7 +378,7 @@ def test_a_template_without_a_grammar_is_a_400_naming_why(tokenizer_dir: str, tm
     tokenizer = vllm_tokenizer("qwen3", tokenizer_dir)
     request = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}], tools=WEATHER,
                                     tool_choice="required")
-    with pytest.raises(VLLMValidationError, match="no_write_form|chatparse.write"):
+    with pytest.raises(VLLMValidationError, match=r"chatparse\.write"):
         make_parser(parser_class(tokenizer), tokenizer, request)
 
 

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import regex
+
 from chatparse.grammar.ir import (
     EMPTY,
     Grammar,
@@ -28,6 +30,7 @@ from chatparse.grammar.ir import (
     Text,
     Until,
     alt,
+    any_of,
     lit,
     opt,
     rx_escape,
@@ -248,14 +251,27 @@ class Builder:
         props: dict[str, Any] = dict(schema.get("properties") or {})
         required = set(schema.get("required") or ())
         names = list(props)
-        structure = [w for w in (head_marker, end_marker, *self.plan.watched) if w]
-        stray = rx_escape(marker) + r"\s*[^<>\s][^<>]{0,256}" + rx_escape(end_marker)
+        # What the parser takes as structure after a value's close: the next parameter, the markers of the
+        # call's end, the region's close, and every marker it watches in the turn.
+        ends = regex.findall(r"<[^<>]+>", following)
+        structure = list(dict.fromkeys(w for w in (head_marker, end_marker, *ends, *watched_texts(self.plan.calls.close),
+                                                   *self.plan.watched) if w))
+        stray = rx_escape(marker) + r"\s*[^<>\s][^<>]*" + rx_escape(end_marker)
 
         def stop(cont: str) -> Until:
             """A string value, its close and ``cont`` (the next structure's first marker)."""
-            excludes = [rx_escape(marker) + _GAP + _diverging(cont), stray]
-            excludes += [rx_escape(marker) + _GAP + rx_escape(w) for w in structure if not cont.startswith(w)]
-            return Until(rx_escape(close) + _GAP + rx_escape(cont), tuple(dict.fromkeys(excludes)))
+            # A long run of whitespace after the close: the parser looks only so far for what follows.
+            excludes = [stray, rx_escape(marker) + _LONG_GAP]
+            others = [rx_escape(w) for w in structure if not cont.startswith(w)]
+            if others:
+                excludes.append(rx_escape(marker) + _GAP + any_of(others))
+            not_start: tuple[str, ...] = ()
+            lead = close[: len(close) - len(marker)] if close.endswith(marker) else ""
+            if lead:  # the close is "\\n</parameter>": the bare marker before structure would end it too
+                firsts = "".join(sorted({rx_escape(w[0]) for w in (cont, *structure)}))
+                excludes.append(f"[^{rx_escape(lead[-1])}]" + rx_escape(marker) + _GAP + f"[{firsts}]")
+                not_start = (rx_escape(marker),)
+            return Until(rx_escape(close) + _SHORT_GAP + rx_escape(cont), tuple(dict.fromkeys(excludes)), not_start)
 
         picks: dict[int, Node] = {}
 
@@ -286,8 +302,11 @@ class Builder:
                 if may_end:
                     options.append(seq(stop(end_marker), lit(following[len(end_marker):])))
                 return alt(*options)
-            if isinstance(sub, Mapping) and sub.get("type") == "boolean":  # chat templates write Python's too
-                value: Node = alt(*(Lit(v) for v in ("true", "false", "True", "False")))
+            choices = _choices(sub)
+            if choices is not None:  # string members raw, as string values are written; others as JSON
+                value: Node = alt(*(lit(c if isinstance(c, str) else json.dumps(c)) for c in choices))
+            elif isinstance(sub, Mapping) and sub.get("type") == "boolean":  # chat templates write Python's too
+                value = alt(*(Lit(v) for v in ("true", "false", "True", "False")))
             else:
                 value = self.schemas.value(sub, f"tools/{tool.name}/parameters/properties/{names[j]}", schema)
             after: list[Node] = []
@@ -295,7 +314,7 @@ class Builder:
                 after.append(seq(lit(head_marker), nxt))
             if may_end:
                 after.append(lit(following))
-            return seq(opt(Rx(r"[ \t\n]{1,4}")), value, lit(tail), alt(*after))
+            return seq(value, lit(tail), alt(*after))
 
         first, may_end = more(0)
         options: list[Node] = []
@@ -360,18 +379,22 @@ class Builder:
         return opt(seq(lit(opened), body))
 
 
+# Whitespace between a value's close and what follows it. The parser looks up to 256 characters ahead; the
+# grammar ends a value only after a short gap and keeps longer runs out of values (llguidance's lexer
+# cannot afford counted repetitions inside a complement).
 _GAP = r"\s*"
+_SHORT_GAP = r"\s{0,8}"
+_LONG_GAP = r"\s{9}"
 
 
-def _diverging(text: str) -> str:
-    """A regex for what starts differently from ``text`` (whitespace first never counts as different: it is
-    the gap before it)."""
-    pattern = ""
-    for i in range(len(text) - 1, -1, -1):
-        ch = rx_escape(text[i]) if text[i] not in "]^\\-" else "\\" + text[i]
-        blank = "\\s" if i == 0 else ""
-        pattern = f"(?:[^{ch}{blank}]" + (f"|{rx_escape(text[i])}{pattern})" if pattern else ")")
-    return pattern
+def _choices(schema: Any) -> list[Any] | None:
+    """The values an ``enum`` or ``const`` allows (None: neither)."""
+    if not isinstance(schema, Mapping):
+        return None
+    if "const" in schema:
+        return [schema["const"]]
+    values = schema.get("enum")
+    return list(values) if isinstance(values, list) and values else None
 
 
 def _raw_string(schema: Any) -> bool:
@@ -379,7 +402,10 @@ def _raw_string(schema: Any) -> bool:
     if not isinstance(schema, Mapping) or "enum" in schema or "const" in schema:
         return False
     kinds = schema.get("type")
-    return kinds == "string" or (isinstance(kinds, list) and "string" in kinds)
+    if kinds == "string" or (isinstance(kinds, list) and "string" in kinds):
+        return True
+    members = schema.get("anyOf") or schema.get("oneOf") or []
+    return any(_raw_string(m) for m in members)  # raw text is a string member's value
 
 
 def _excludes(watched: Iterable[str], stop: str) -> tuple[str, ...]:

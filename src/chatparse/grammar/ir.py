@@ -84,6 +84,7 @@ class Until(Node):
 
     stop: str
     excludes: tuple[str, ...] = ()
+    not_start: tuple[str, ...] = ()  # regexes the text must not start with
 
 
 @dataclass(frozen=True)

@@ -93,7 +93,8 @@ class _Writer:
                 self.names[node] = f"{name} {special}"
                 return self.names[node]
             name = f"until_{index}"
-            self.extra.append(f"{name}[lazy]: {_regex(_ANY + node.stop)}{self._exclusion(node.excludes)}")
+            start = f" & ~{_regex(any_of(node.not_start) + _ANY)}" if node.not_start else ""
+            self.extra.append(f"{name}[lazy]: {_regex(_ANY + node.stop)}{self._exclusion(node.excludes)}{start}")
         else:
             assert isinstance(node, Text)
             name = f"TEXT_{index}"

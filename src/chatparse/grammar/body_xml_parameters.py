@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from chatparse.grammar.build import watched_texts
 from chatparse.grammar.ir import (
     EMPTY,
     Alt,
@@ -40,9 +41,12 @@ from chatparse.grammar.ir import (
 )
 from chatparse.grammar.jsonschema import STRING_CHAR, GrammarError
 
-# Whitespace between a close and the next structure (unbounded: a counted repeat inside a complement
-# makes llguidance's lexer reject the grammar).
+# Whitespace between a value's close and what follows it. The parser looks up to 256 characters ahead; the
+# grammar ends a value only after a short gap and keeps longer runs out of values (llguidance's lexer
+# cannot afford long counted repetitions inside a complement).
 GAP = r"\s*"
+_SHORT_GAP = r"\s{0,8}"
+_LONG_GAP = r"\s{9}"
 # Whitespace a model may write between the tags of a call where the chat template writes none or other.
 LAYOUT = opt(Rx(r"[ \t\n]{1,4}"))
 _PY_CHAR = r"(?:[^'\\\x00-\x1f]|\\(?:['\\nrt]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}))"
@@ -86,13 +90,22 @@ class _Parameters:
         self.props: dict[str, Any] = dict(schema.get("properties") or {})
         self.required = set(schema.get("required") or ())
         self.names = list(self.props)
-        self.structure = [w for w in (self.head_marker, self.end_marker, *builder.plan.watched) if w]
+        # What the parser takes as structure after a value's close: the next parameter, the markers of the
+        # call's end, the region's close, and every marker it watches in the turn.
+        ends = re.findall(r"<[^<>]+>", self.following)
+        self.structure = list(dict.fromkeys(w for w in (self.head_marker, self.end_marker, *ends,
+                                                        *watched_texts(builder.plan.calls.close),
+                                                        *builder.plan.watched) if w))
         # A typed value is read by the parser's structure first: its strings hold no marker's first
         # character (nor, for XML text, a reference's).
         firsts = {_first_symbol(w) for w in (self.marker, *self.structure)} | ({"&"} if self.xml_text else set())
         self.banned = "".join(sorted(_class_char(c) for c in firsts))
         builder.schemas.string_char = STRING_CHAR.replace('[^"', f'[^{self.banned}"', 1)
         self.closing, self.bare = _value_close(self.between, self.tail)
+        # A parser that splits the region into calls first (xml-invokes) reads a call's tags anywhere.
+        opener = re.match(r"\s*(<[^\s{>]+)", form.begin)
+        self.call_tags = [opener.group(1), self.end_marker] if \
+            builder.plan.calls.content == "xml-invokes" and opener else []
         self.picks: dict[int, Node] = {}
 
     def node(self) -> Node:
@@ -134,11 +147,10 @@ class _Parameters:
                 options.append(seq(self.stop(self.end_marker), lit(self.following[len(self.end_marker):])))
             return alt(*options)
         written = _written_literals(sub)
-        gap: Node = LAYOUT
         if _raw_string(sub):
-            value, gap = self.element_text(), EMPTY
+            value = self.element_text()
         elif written is not None:  # an enum or a constant: strings raw, as the chat template writes them
-            value, gap = alt(*(Lit(v) for v in written)), EMPTY
+            value = alt(*(Lit(v) for v in written))
         elif isinstance(sub, Mapping) and sub.get("type") == "boolean":  # chat templates write Python's too
             value = alt(*(Lit(v) for v in ("true", "false", "True", "False")))
         else:
@@ -151,7 +163,7 @@ class _Parameters:
             after.append(seq(LAYOUT, lit(self.head_marker), nxt))
         if may_end:
             after.append(seq(LAYOUT, lit(self.end)))  # the call's end with its layout (a string's stop holds it)
-        return seq(gap, value, lit(self.tail), alt(*after))
+        return seq(value, lit(self.tail), alt(*after))  # no whitespace around it: the parser keeps it
 
     def stop(self, cont: str) -> Until:
         """A string value, its close and ``cont`` (the next structure's first marker)."""
@@ -159,11 +171,16 @@ class _Parameters:
         # the call's end, anything at all (so a close is the value's last one: walks and models move on).
         others = [w for w in self.structure if w.startswith(cont) and w != cont]
         after = [_diverging(cont), trie(others)] if others else [_diverging(cont)]
-        excludes = [rx_escape(self.marker) + GAP + any_of(after), *self.bare(cont)]
+        excludes = [rx_escape(self.marker) + GAP + any_of(after), rx_escape(self.marker) + _LONG_GAP,
+                    *self.bare(cont)]
         # A parameter opener at the start of a line in a value without close text is a parameter whose close
         # the model dropped (the parser reads it so): only the stop may end with one, nothing follows it.
         excludes.append(rx_escape("\n" + self.head_marker) + "(?s:.)")
-        return Until(self.closing + GAP + rx_escape(cont), tuple(dict.fromkeys(excludes)))
+        if self.call_tags:  # (the call's close only ends the stop)
+            excludes += [rx_escape(self.call_tags[0]), rx_escape(self.call_tags[1]) + "(?s:.)"]
+        # (at the value's start when the head ends with a newline)
+        not_start = (rx_escape(self.head_marker),) if self.between.endswith("\n") else ()
+        return Until(self.closing + _SHORT_GAP + rx_escape(cont), tuple(dict.fromkeys(excludes)), not_start)
 
     def element_text(self) -> Node:
         """XML element text: raw text without ``<`` or ``&``, or one CDATA section that holds no marker."""
@@ -264,7 +281,10 @@ def _raw_string(schema: Any) -> bool:
     if not isinstance(schema, Mapping) or "enum" in schema or "const" in schema:
         return False
     kinds = schema.get("type")
-    return kinds == "string" or (isinstance(kinds, list) and "string" in kinds)
+    if kinds == "string" or (isinstance(kinds, list) and "string" in kinds):
+        return True
+    members = schema.get("anyOf") or schema.get("oneOf") or []
+    return any(_raw_string(m) for m in members)  # raw text is a string member's value
 
 
 def _text_value(schema: Any) -> bool:

@@ -197,6 +197,8 @@ class Builder:
         self.schemas = SchemaGrammar(self.grammar, lenient=lenient)
         self.plan = plan(template)
         self.form = call_form(self.plan.calls)
+        self._bodies: dict[str, Node] = {}
+        self._calls: dict[tuple[str, str], Node] = {}
 
     # -- one call -------------------------------------------------------------------------------------
     def call(self, tool: Any, skip: str = "") -> Node:
@@ -209,14 +211,20 @@ class Builder:
                         "start with the trigger text ('chatparse.write.trigger')", "bad_write_form")
         begin = begin[len(skip):]
         end = form.end.replace("{name}", name)
-        if form.body == "json-call":
-            body = self.json_call(tool)
-        elif form.body == "json-arguments":
-            body = self.arguments(tool)
-        else:  # a body written by its own module: write(builder, tool, begin, end) -> the whole call
-            module = importlib.import_module(BODY_MODULES[form.body])
-            return module.write(self, tool, begin, end)  # type: ignore[no-any-return]
-        return seq(lit(begin), body, lit(end))
+        key = (name, skip)
+        if key not in self._calls:
+            # The body is one rule per tool, shared by the call written whole and the one after a trigger.
+            if name not in self._bodies:
+                if form.body == "json-call":
+                    node = seq(self.json_call(tool), lit(end))
+                elif form.body == "json-arguments":
+                    node = seq(self.arguments(tool), lit(end))
+                else:  # a body written by its own module: write(builder, tool, begin, end) -> the whole call
+                    module = importlib.import_module(BODY_MODULES[form.body])
+                    node = module.write(self, tool, "", end)
+                self._bodies[name] = self.grammar.add("body", node)
+            self._calls[key] = seq(lit(begin), self._bodies[name])
+        return self._calls[key]
 
     def arguments(self, tool: Any) -> Node:
         return self.schemas.value(dict(tool.parameters), f"tools/{tool.name}/parameters")
@@ -273,7 +281,7 @@ class Builder:
 
     def reasoning(self, state: str) -> Node:
         thinking = self.plan.thinking
-        if thinking is None or state == "closed":
+        if thinking is None or state in ("closed", "none"):
             return EMPTY
         opened, closed = region_texts(thinking)
         body = Until(rx_escape(closed), _excludes(self.plan.reasoning_watched, closed))

@@ -44,9 +44,12 @@ from chatparse.grammar.jsonschema import STRING_CHAR, GrammarError
 # Whitespace between a value's close and what follows it. The parser looks up to 256 characters ahead; the
 # grammar ends a value only after a short gap and keeps longer runs out of values (llguidance's lexer
 # cannot afford long counted repetitions inside a complement).
-GAP = r"\s*"
-_SHORT_GAP = r"\s{0,8}"
-_LONG_GAP = r"\s{9}"
+# ASCII whitespace only (a Unicode class costs llguidance's lexer fuel; other spaces after a close count
+# as text that is not the next structure, which a value never holds).
+_SPACE = r"[ \t\n\r\f\v]"
+GAP = _SPACE + "*"
+_SHORT_GAP = _SPACE + "{0,8}"
+_LONG_GAP = _SPACE + "{9}"
 # Whitespace a model may write between the tags of a call where the chat template writes none or other.
 LAYOUT = opt(Rx(r"[ \t\n]{1,4}"))
 _PY_CHAR = r"(?:[^'\\\x00-\x1f]|\\(?:['\\nrt]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}))"
@@ -242,7 +245,8 @@ def _value_close(between: str, tail: str) -> tuple[str, Callable[[str], list[str
         closing = (f"(?:{rx_escape(before)})?" if optional else rx_escape(before)) + closing
         bare.append(f"[^{_class_char(before[-1])}]{rx_escape(marker)}{GAP}")
     if after:
-        bare.append(f"{rx_escape(marker)}(?:[^\\S{_class_char(after[0])}]{GAP})?")
+        others = _SPACE[1:-1].replace(_class_char(after[0]), "")
+        bare.append(f"{rx_escape(marker)}(?:[{others}]{GAP})?")
     return closing, lambda cont: [b + rx_escape(cont) for b in bare]
 
 
@@ -265,7 +269,7 @@ def _diverging(text: str) -> str:
     the gap before it)."""
     pattern = ""
     for i in range(len(text) - 1, -1, -1):
-        blank = "\\s" if i == 0 else ""
+        blank = _SPACE[1:-1] if i == 0 else ""
         pattern = f"(?:[^{_class_char(text[i])}{blank}]" + (f"|{rx_escape(text[i])}{pattern})" if pattern else ")")
     return pattern
 

@@ -5,7 +5,9 @@ For each template: the family ``detect_template(chat_template=...)`` picks (or n
 assistant turn of ``tests/templates/chat_template_roundtrip.py`` (content, reasoning, one call, two calls),
 the turn rendered by the template itself (transformers' renderer, full prompt as prefix) parsed back by the
 detected built-in. A turn the template refuses to render (it raises, or writes nothing of it) is not
-checked. Each template lands in one class:
+checked. A turn rendered without a reasoning block after a prompt that opens one is no generation from
+that prompt (templates drop earlier replies' reasoning): it is checked again with ``enable_thinking=False``,
+then written with reasoning, and the verdict says which. Each template lands in one class:
 
 - ``round-trips``: detected, and every turn it renders parses back into the message it was rendered from;
 - ``wrong``: detected, and at least one rendered turn parses back into something else;
@@ -62,6 +64,14 @@ def _eos_guess(family: str, source: str) -> str:
     return next((e for e in ends if e in source), ends[0] if ends else "</s>")
 
 
+def _with_reasoning(turn: str) -> str:
+    """The name of ``turn`` written with a reasoning block (added to the round trip's turns on first use)."""
+    name = f"{turn}+reasoning"
+    if name not in TURNS:
+        TURNS[name] = {**TURNS[turn], "reasoning_content": TURNS[turn].get("reasoning_content") or "Checking first."}
+    return name
+
+
 def _check_turn(family: str, source: str, turn: str, kwargs: dict[str, Any], options: dict[str, Any]) -> str:
     """``ok``, ``wrong: ...`` or ``not rendered: ...`` for one assistant turn."""
     try:
@@ -88,12 +98,25 @@ def measure(path: Path, known: dict[str, tuple[dict[str, Any], dict[str, Any]]])
     kwargs, options = known.get(path.stem, ({}, OPTIONS.get(path.stem, {})))
     if not kwargs:
         kwargs = {**GENERIC, "eos_token": _eos_guess(family, source)}
-    turns = {turn: _check_turn(family, source, turn, kwargs, options) for turn in TURNS}
+    turns = {}
+    for turn in [t for t in TURNS if "+" not in t]:
+        verdict = _check_turn(family, source, turn, kwargs, options)
+        if verdict.startswith("not rendered: the rendering is no generation"):
+            # A prompt that opens a reasoning block, and a turn rendered without one: no model generates that
+            # after this prompt. Check the turn with thinking switched off, or written with its reasoning.
+            retries = [(turn, {**kwargs, "enable_thinking": False}, "enable_thinking=False"),
+                       (_with_reasoning(turn), kwargs, "with reasoning")]
+            for name, retry_kwargs, how in retries:
+                retry = _check_turn(family, source, name, retry_kwargs, options)
+                if not retry.startswith("not rendered"):
+                    verdict = f"{retry} ({how})"
+                    break
+        turns[turn] = verdict
     row["turns"] = turns
     checked = [v for v in turns.values() if not v.startswith("not rendered")]
     if not checked:
         row["class"] = "unchecked"
-    elif all(v == "ok" for v in checked):
+    elif all(v.startswith("ok") for v in checked):
         row["class"] = "round-trips"
     else:
         row["class"] = "wrong"
@@ -113,13 +136,13 @@ def main(argv: list[str] | None = None) -> int:
         counts[row["class"]] = counts.get(row["class"], 0) + 1
         calls = [row.get("turns", {}).get(t, "not rendered") for t in ("one_call", "two_calls")]
         if any(not v.startswith("not rendered") for v in calls):  # the template renders tool calls
-            key = "calls round-trip" if all(v == "ok" or v.startswith("not rendered") for v in calls) else "calls wrong"
+            key = "calls round-trip" if all(v.startswith(("ok", "not rendered")) for v in calls) else "calls wrong"
             counts[key] = counts.get(key, 0) + 1
     if not args.json:
         for row in rows:
             print(f"{row['class']:<12} {row['detected'] or '-':<22} {row['template']}")
             for turn, verdict in row.get("turns", {}).items():
-                if verdict != "ok":
+                if not verdict.startswith("ok"):
                     print(f"{'':<12} {turn}: {verdict}")
         print()
         print(", ".join(f"{name}: {n}" for name, n in sorted(counts.items())), f"(of {len(rows)})")

@@ -158,6 +158,7 @@ class Plan:
     end: str | None
     watched: tuple[str, ...]  # texts the parser reacts to in the answer's free text
     reasoning_watched: tuple[str, ...]
+    avoid: tuple[str, ...] = ()  # regexes of openers given by 'chatparse.write.avoid' (free text avoids them)
 
 
 def plan(template: CompiledTemplate) -> Plan:
@@ -169,14 +170,29 @@ def plan(template: CompiledTemplate) -> Plan:
     thinking = fields.get("thinking") if "thinking" in fields and fields["thinking"].open is not None else None
     ext = template.ext
     watched: list[str] = [*ext.end, *ext.next_turn, *ext.drop]
+    avoid: list[str] = []
     for f in fields.values():
-        watched.extend(watched_texts(f.open))
+        written = _avoided(f)
+        avoid.extend(written)
+        watched.extend(_write(f).get("trigger", ()) if written else watched_texts(f.open))
         watched.extend(f.ext.lone_close)
     reasoning_watched: list[str] = [*ext.end, *ext.next_turn]
     if thinking is not None:
         reasoning_watched.extend(watched_texts(thinking.close))
     return Plan(thinking=thinking, calls=calls, end=ext.end[0] if ext.end else None,
-                watched=tuple(dict.fromkeys(watched)), reasoning_watched=tuple(dict.fromkeys(reasoning_watched)))
+                watched=tuple(dict.fromkeys(watched)), reasoning_watched=tuple(dict.fromkeys(reasoning_watched)),
+                avoid=tuple(dict.fromkeys(avoid)))
+
+
+def _avoided(field: CompiledField) -> tuple[str, ...]:
+    """The field's 'chatparse.write.avoid': regexes free text must not match (the openers the parser reacts to,
+    where its open pattern gives no literal text), in place of what the opener's regex implies (its written
+    triggers stay watched)."""
+    avoid = _write(field).get("avoid", ())
+    if isinstance(avoid, str) or not all(isinstance(a, str) and a for a in avoid):
+        raise _fail(f"Field '{field.name}': 'chatparse.write.avoid' must be a list of regexes, found {avoid!r}",
+                    "bad_write_form", field=field.name)
+    return tuple(avoid)
 
 
 class Builder:
@@ -357,16 +373,17 @@ class Builder:
         form = self.form
         first = form.triggers[0]
         after = self.calls_node(tools, least=1, most=None if parallel else 1, skip=first)
-        start = Until(rx_escape(first), _excludes(watched, first))
+        start = Until(rx_escape(first), _excludes(watched, first) + self.plan.avoid)
         block = seq(start, after)
         return seq(Rep(block, 0, None if parallel else 1), ending)
 
     def ending(self, watched: tuple[str, ...]) -> Node:
         end = self.plan.end
-        text = Text(_excludes(watched, ""), _partials(watched))
+        avoid = self.plan.avoid
+        text = Text(_excludes(watched, "") + avoid, _partials(watched))
         if end is None:
             return text
-        return alt(Until(rx_escape(end), _excludes(watched, end)), text)
+        return alt(Until(rx_escape(end), _excludes(watched, end) + avoid), text)
 
     def reasoning(self, state: str) -> Node:
         thinking = self.plan.thinking

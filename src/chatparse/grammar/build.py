@@ -42,6 +42,7 @@ from chatparse.template.compile import CompiledField, CompiledTemplate, Delimite
 CHOICES = ("auto", "required", "none")
 # Bodies written by modules of their own (each has ``write(builder, tool, begin, end) -> Node``).
 BODY_MODULES: dict[str, str] = {
+    "python-calls": "chatparse.grammar.body_python_calls",
 }
 BODIES = ("json-call", "json-arguments", "xml-parameters", *BODY_MODULES)
 # Whitespace a model writes between calls and around them when no separator is spelled out.

@@ -1,0 +1,218 @@
+"""Body ``python-calls``: one call written as a Python call with keyword arguments, ``NAME(key=value, ...)``
+(Llama 4 pythonic, LFM2, OLMo 3), values as Python literals per JSON Schema type.
+
+The field's ``chatparse.write.values`` says how values are spelled (every key optional):
+
+- ``string``: the quote of a parameter that is a plain string (``"`` or ``'``; default: ``quote``);
+- ``quote``: the quote of strings inside values (list items, dict keys and values, unions; default ``"``);
+- ``constants``: ``python`` (``True``/``False``/``None``, the default) or ``json`` (``true``/``false``/``null``,
+  which the parser reads when its ``json_literals`` is on);
+- ``typed``: ``literal`` (the default) or ``literal-or-string``: a parameter whose schema admits no string
+  may also be written as a string holding its Python literal (``days="2"``, ``tags="['a']"``), as chat
+  templates that print every argument between quotes do; the parser reads it back by the tool's types.
+
+Arguments are the schema's declared properties in schema order (required ones always written); a
+string holds no raw quote (it is escaped) and holds a raw newline only where the parser's ``repairs``
+keeps one. A tool whose schema declares no properties is called with no arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import weakref
+from collections.abc import Mapping
+from typing import Any
+
+from chatparse.grammar.ir import EMPTY, Lit, Node, Ref, Rep, Rx, alt, lit, opt, seq
+from chatparse.grammar.jsonschema import INTEGER, OWS, GrammarError, SchemaGrammar
+
+# A float as both Python and JSON read it, finite (an exponent of at most two digits).
+NUMBER = INTEGER + r"(?:\.[0-9]{1,17})?(?:[eE][+-]?[0-9]{1,2})?"
+_IDENTIFIER = re.compile(r"[^\W\d]\w*")
+_QUOTES = ('"', "'")
+_CONSTANTS = {"python": ("True", "False", "None"), "json": ("true", "false", "null")}
+_TYPED = ("literal", "literal-or-string")
+_NOT_STRING = frozenset({"integer", "number", "boolean", "array", "object"})
+
+
+def _fail(message: str) -> GrammarError:
+    return GrammarError(message, code="bad_write_form", field="tool_calls")
+
+
+def string_pattern(quote: str, *, raw_newline: bool, forbid: str = "", low: int = 0, high: int | None = None) -> str:
+    """A Python string literal between ``quote``\\ s: no raw quote, backslash or control character (a raw
+    newline only with ``raw_newline``), simple escapes; none of the characters in ``forbid``."""
+    banned = re.escape(quote + forbid) + r"\\\x00-\x09\x0b-\x1f" + ("" if raw_newline else r"\n")
+    escapes = r"\\[\\'" + '"' + "nrt]"
+    count = "*" if (low, high) == (0, None) else f"{{{low},{'' if high is None else high}}}"
+    return f"{quote}(?:[^{banned}]|{escapes}){count}{quote}"
+
+
+class PythonLiterals(SchemaGrammar):
+    """JSON Schema to Python literals: strings between ``quote``, the chosen constants, ``[...]`` lists and
+    ``{key: value}`` dicts with string keys."""
+
+    def __init__(self, base: SchemaGrammar, *, quote: str, constants: str, raw_newline: bool,
+                 forbid: str = "") -> None:
+        super().__init__(base.grammar, lenient=base.lenient)
+        self.unenforced = base.unenforced  # one list: what the request's grammar reports
+        self.quote = quote
+        self.true, self.false, self.none = _CONSTANTS[constants]
+        self.raw_newline = raw_newline
+        self.forbid = forbid
+        self._py_any: Ref | None = None
+
+    def literal(self, value: Any) -> str:
+        """``value`` as a literal of this style (an enum member or a constant)."""
+        if value is True:
+            return self.true
+        if value is False:
+            return self.false
+        if value is None:
+            return self.none
+        if isinstance(value, str):
+            escaped = value.replace("\\", "\\\\").replace(self.quote, "\\" + self.quote)
+            escaped = escaped.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+            if any(ch in escaped for ch in self.forbid) or any(ord(ch) < 0x20 for ch in escaped):
+                raise GrammarError(f"Enum or const value {value!r} cannot be written in this call format",
+                                   code="unsupported_schema")
+            return self.quote + escaped + self.quote
+        if isinstance(value, int | float):
+            return json.dumps(value)
+        if isinstance(value, list):
+            return "[" + ", ".join(self.literal(v) for v in value) + "]"
+        if isinstance(value, Mapping):
+            return "{" + ", ".join(f"{self.literal(str(k))}: {self.literal(v)}" for k, v in value.items()) + "}"
+        raise GrammarError(f"Enum or const value {value!r} is not JSON", code="bad_schema")
+
+    def value(self, schema: Any, where: str, root: Any = None) -> Node:
+        if isinstance(schema, Mapping) and ("const" in schema or "enum" in schema) and "$ref" not in schema:
+            self._check_keywords(schema, where)
+            values = [schema["const"]] if "const" in schema else schema["enum"]
+            if not isinstance(values, list) or not values:
+                raise GrammarError(f"Schema at {where}: enum must be a non-empty list", code="bad_schema",
+                                   path=where)
+            return alt(*(Lit(self.literal(v)) for v in values))
+        return super().value(schema, where, root)
+
+    def string(self, low: int = 0, high: int | None = None) -> Rx:
+        return Rx(string_pattern(self.quote, raw_newline=self.raw_newline, forbid=self.forbid, low=low,
+                                 high=high))
+
+    def _typed(self, kind: Any, schema: Mapping[str, Any], where: str, root: Any) -> Node:
+        if kind == "string":
+            return self.string(int(schema.get("minLength", 0)), schema.get("maxLength"))
+        if kind == "number":
+            return Rx(NUMBER)
+        if kind == "boolean":
+            return alt(Lit(self.true), Lit(self.false))
+        if kind == "null":
+            return Lit(self.none)
+        return super()._typed(kind, schema, where, root)
+
+    def _object(self, schema: Mapping[str, Any], where: str, root: Any) -> Node:
+        props = schema.get("properties") or {}
+        if not props:
+            return super()._object(schema, where, root)
+        required = set(schema.get("required") or ())
+        members = [(name, seq(Lit(self.literal(name)), OWS, Lit(":"), OWS,
+                              self.value(sub, f"{where}/properties/{name}", root)), name in required)
+                   for name, sub in props.items()]
+        return seq(Lit("{"), OWS, self.members(members, sep=seq(OWS, Lit(","), OWS)), OWS, Lit("}"))
+
+    def any_value(self) -> Ref:
+        if self._py_any is None:
+            self._py_any = self.grammar.add("py_value", EMPTY)
+            value = self._py_any
+            member = seq(self.string(), OWS, Lit(":"), OWS, value)
+            obj = seq(Lit("{"), OWS, opt(seq(member, Rep(seq(OWS, Lit(","), OWS, member)), OWS)), Lit("}"))
+            arr = seq(Lit("["), OWS, opt(seq(value, Rep(seq(OWS, Lit(","), OWS, value)), OWS)), Lit("]"))
+            self.grammar.rules[value.name] = alt(self.string(), Rx(NUMBER), Lit(self.true), Lit(self.false),
+                                                 Lit(self.none), obj, arr)
+        return self._py_any
+
+    def _any_object(self, values: Any, where: str, root: Any) -> Node:
+        value = self.any_value() if values in (None, True) else self.value(values, f"{where}/additionalProperties",
+                                                                           root)
+        member = seq(self.string(), OWS, Lit(":"), OWS, value)
+        return seq(Lit("{"), OWS, opt(seq(member, Rep(seq(OWS, Lit(","), OWS, member)), OWS)), Lit("}"))
+
+
+class _Style:
+    """The literal grammars of one builder (made once, shared by its calls)."""
+
+    def __init__(self, builder: Any) -> None:
+        form = builder.form
+        values: Mapping[str, Any] = form.values or {}
+        unknown = sorted(set(values) - {"string", "quote", "constants", "typed"})
+        if unknown:
+            raise _fail(f"'chatparse.write.values' of a python-calls body has unknown keys {unknown}; allowed: "
+                        "string, quote, constants, typed")
+        quote, constants = values.get("quote", '"'), values.get("constants", "python")
+        self.top_quote = values.get("string", quote)
+        typed = values.get("typed", "literal")
+        if quote not in _QUOTES or self.top_quote not in _QUOTES or constants not in _CONSTANTS or \
+                typed not in _TYPED:
+            raise _fail(f"'chatparse.write.values' {dict(values)!r}: expected quotes in {list(_QUOTES)}, constants in "
+                        f"{list(_CONSTANTS)}, typed in {list(_TYPED)}")
+        args = builder.plan.calls.content_args or {}
+        self.raw_newline = bool(args.get("repairs", False))
+        base = builder.schemas
+        self.nested = PythonLiterals(base, quote=quote, constants=constants, raw_newline=self.raw_newline)
+        # Inside a string holding a literal: the other quote, no escapes of the outer one.
+        inner = "'" if self.top_quote == '"' else '"'
+        self.inner = PythonLiterals(base, quote=inner, constants="python", raw_newline=False,
+                                    forbid=self.top_quote) if typed == "literal-or-string" else None
+
+
+_STYLES: weakref.WeakKeyDictionary[Any, _Style] = weakref.WeakKeyDictionary()
+
+
+def _style(builder: Any) -> _Style:
+    style = _STYLES.get(builder)
+    if style is None:
+        style = _STYLES[builder] = _Style(builder)
+    return style
+
+
+def _admits_string(schema: Any) -> bool:
+    if not isinstance(schema, Mapping):
+        return True
+    kinds = schema.get("type")
+    if isinstance(kinds, str):
+        kinds = [kinds]
+    return not (kinds and set(kinds) <= _NOT_STRING and not {"enum", "const", "anyOf", "oneOf", "allOf", "$ref"}
+                & set(schema))
+
+
+def argument(builder: Any, schema: Any, where: str, root: Any) -> Node:
+    """One argument's value: a plain string in the parameter quote, else a literal (or, where the style
+    allows and the schema admits no string, that literal as a string)."""
+    style = _style(builder)
+    if isinstance(schema, Mapping) and schema.get("type") == "string" and not {"enum", "const"} & set(schema):
+        return Rx(string_pattern(style.top_quote, raw_newline=style.raw_newline,
+                                 low=int(schema.get("minLength", 0)), high=schema.get("maxLength")))
+    value = style.nested.value(schema, where, root)
+    if style.inner is None or _admits_string(schema):
+        return value
+    quote = style.top_quote
+    return alt(value, seq(Lit(quote), style.inner.value(schema, where, root), Lit(quote)))
+
+
+def write(builder: Any, tool: Any, begin: str, end: str) -> Node:
+    """``begin`` ``NAME(key=value, ...)`` ``end``."""
+    schema = dict(tool.parameters)
+    props: Mapping[str, Any] = schema.get("properties") or {}
+    required = set(schema.get("required") or ())
+    where = f"tools/{tool.name}/parameters"
+    members: list[tuple[str, Node, bool]] = []
+    for name, sub in props.items():
+        if not _IDENTIFIER.fullmatch(name):
+            raise GrammarError(f"Parameter {name!r} of tool {tool.name!r} is not a Python identifier, so it cannot "
+                               "be written as a keyword argument; expected identifier parameter names",
+                               code="unsupported_schema", path=f"{where}/properties/{name}")
+        members.append((name, seq(Lit(name + "="), argument(builder, sub, f"{where}/properties/{name}", schema)),
+                        name in required))
+    args = builder.schemas.members(members, sep=Lit(", ")) if members else EMPTY
+    return seq(lit(begin), Lit(tool.name + "("), args, Lit(")"), lit(end))

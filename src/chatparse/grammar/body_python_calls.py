@@ -18,17 +18,15 @@ keeps one. A tool whose schema declares no properties is called with no argument
 
 from __future__ import annotations
 
-import json
 import re
 import weakref
 from collections.abc import Mapping
 from typing import Any
 
-from chatparse.grammar.ir import EMPTY, Lit, Node, Ref, Rep, Rx, alt, lit, opt, seq
-from chatparse.grammar.jsonschema import INTEGER, OWS, GrammarError, SchemaGrammar
+from chatparse.grammar.ir import EMPTY, Lit, Node, Rx, alt, lit, seq
+from chatparse.grammar.jsonschema import GrammarError, SchemaGrammar
+from chatparse.grammar.styled import StyledValues
 
-# A float as both Python and JSON read it, finite (an exponent of at most two digits).
-NUMBER = INTEGER + r"(?:\.[0-9]{1,17})?(?:[eE][+-]?[0-9]{1,2})?"
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
 _QUOTES = ('"', "'")
 _CONSTANTS = {"python": ("True", "False", "None"), "json": ("true", "false", "null")}
@@ -49,94 +47,29 @@ def string_pattern(quote: str, *, raw_newline: bool, forbid: str = "", low: int 
     return f"{quote}(?:[^{banned}]|{escapes}){count}{quote}"
 
 
-class PythonLiterals(SchemaGrammar):
+class PythonLiterals(StyledValues):
     """JSON Schema to Python literals: strings between ``quote``, the chosen constants, ``[...]`` lists and
     ``{key: value}`` dicts with string keys."""
 
     def __init__(self, base: SchemaGrammar, *, quote: str, constants: str, raw_newline: bool,
                  forbid: str = "") -> None:
-        super().__init__(base.grammar, lenient=base.lenient)
-        self.unenforced = base.unenforced  # one list: what the request's grammar reports
+        super().__init__(base)
         self.quote = quote
         self.true, self.false, self.none = _CONSTANTS[constants]
         self.raw_newline = raw_newline
         self.forbid = forbid
-        self._py_any: Ref | None = None
 
-    def literal(self, value: Any) -> str:
-        """``value`` as a literal of this style (an enum member or a constant)."""
-        if value is True:
-            return self.true
-        if value is False:
-            return self.false
-        if value is None:
-            return self.none
-        if isinstance(value, str):
-            escaped = value.replace("\\", "\\\\").replace(self.quote, "\\" + self.quote)
-            escaped = escaped.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
-            if any(ch in escaped for ch in self.forbid) or any(ord(ch) < 0x20 for ch in escaped):
-                raise GrammarError(f"Enum or const value {value!r} cannot be written in this call format",
-                                   code="unsupported_schema")
-            return self.quote + escaped + self.quote
-        if isinstance(value, int | float):
-            return json.dumps(value)
-        if isinstance(value, list):
-            return "[" + ", ".join(self.literal(v) for v in value) + "]"
-        if isinstance(value, Mapping):
-            return "{" + ", ".join(f"{self.literal(str(k))}: {self.literal(v)}" for k, v in value.items()) + "}"
-        raise GrammarError(f"Enum or const value {value!r} is not JSON", code="bad_schema")
+    def quoted(self, text: str) -> str:
+        escaped = text.replace("\\", "\\\\").replace(self.quote, "\\" + self.quote)
+        escaped = escaped.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+        if any(ch in escaped for ch in self.forbid) or any(ord(ch) < 0x20 for ch in escaped):
+            raise GrammarError(f"Enum or const value {text!r} cannot be written in this call format",
+                               code="unsupported_schema")
+        return self.quote + escaped + self.quote
 
-    def value(self, schema: Any, where: str, root: Any = None) -> Node:
-        if isinstance(schema, Mapping) and ("const" in schema or "enum" in schema) and "$ref" not in schema:
-            self._check_keywords(schema, where)
-            values = [schema["const"]] if "const" in schema else schema["enum"]
-            if not isinstance(values, list) or not values:
-                raise GrammarError(f"Schema at {where}: enum must be a non-empty list", code="bad_schema",
-                                   path=where)
-            return alt(*(Lit(self.literal(v)) for v in values))
-        return super().value(schema, where, root)
-
-    def string(self, low: int = 0, high: int | None = None) -> Rx:
+    def string(self, low: int = 0, high: int | None = None) -> Node:
         return Rx(string_pattern(self.quote, raw_newline=self.raw_newline, forbid=self.forbid, low=low,
                                  high=high))
-
-    def _typed(self, kind: Any, schema: Mapping[str, Any], where: str, root: Any) -> Node:
-        if kind == "string":
-            return self.string(int(schema.get("minLength", 0)), schema.get("maxLength"))
-        if kind == "number":
-            return Rx(NUMBER)
-        if kind == "boolean":
-            return alt(Lit(self.true), Lit(self.false))
-        if kind == "null":
-            return Lit(self.none)
-        return super()._typed(kind, schema, where, root)
-
-    def _object(self, schema: Mapping[str, Any], where: str, root: Any) -> Node:
-        props = schema.get("properties") or {}
-        if not props:
-            return super()._object(schema, where, root)
-        required = set(schema.get("required") or ())
-        members = [(name, seq(Lit(self.literal(name)), OWS, Lit(":"), OWS,
-                              self.value(sub, f"{where}/properties/{name}", root)), name in required)
-                   for name, sub in props.items()]
-        return seq(Lit("{"), OWS, self.members(members, sep=seq(OWS, Lit(","), OWS)), OWS, Lit("}"))
-
-    def any_value(self) -> Ref:
-        if self._py_any is None:
-            self._py_any = self.grammar.add("py_value", EMPTY)
-            value = self._py_any
-            member = seq(self.string(), OWS, Lit(":"), OWS, value)
-            obj = seq(Lit("{"), OWS, opt(seq(member, Rep(seq(OWS, Lit(","), OWS, member)), OWS)), Lit("}"))
-            arr = seq(Lit("["), OWS, opt(seq(value, Rep(seq(OWS, Lit(","), OWS, value)), OWS)), Lit("]"))
-            self.grammar.rules[value.name] = alt(self.string(), Rx(NUMBER), Lit(self.true), Lit(self.false),
-                                                 Lit(self.none), obj, arr)
-        return self._py_any
-
-    def _any_object(self, values: Any, where: str, root: Any) -> Node:
-        value = self.any_value() if values in (None, True) else self.value(values, f"{where}/additionalProperties",
-                                                                           root)
-        member = seq(self.string(), OWS, Lit(":"), OWS, value)
-        return seq(Lit("{"), OWS, opt(seq(member, Rep(seq(OWS, Lit(","), OWS, member)), OWS)), Lit("}"))
 
 
 class _Style:

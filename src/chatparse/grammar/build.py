@@ -43,6 +43,7 @@ CHOICES = ("auto", "required", "none")
 # Bodies written by modules of their own (each has ``write(builder, tool, begin, end) -> Node``).
 BODY_MODULES: dict[str, str] = {
     "python-calls": "chatparse.grammar.body_python_calls",
+    "bare-key-object": "chatparse.grammar.body_bare_key_object",
 }
 BODIES = ("json-call", "json-arguments", "xml-parameters", *BODY_MODULES)
 # Whitespace a model writes between calls and around them when no separator is spelled out.
@@ -159,6 +160,7 @@ class Plan:
     end: str | None
     watched: tuple[str, ...]  # texts the parser reacts to in the answer's free text
     reasoning_watched: tuple[str, ...]
+    ends: tuple[str, ...] = ()  # the markers a model ends its turn with
     avoid: tuple[str, ...] = ()  # regexes of openers given by 'chatparse.write.avoid' (free text avoids them)
 
 
@@ -182,7 +184,13 @@ def plan(template: CompiledTemplate) -> Plan:
         reasoning_watched.extend(watched_texts(thinking.close))
     return Plan(thinking=thinking, calls=calls, end=ext.end[0] if ext.end else None,
                 watched=tuple(dict.fromkeys(watched)), reasoning_watched=tuple(dict.fromkeys(reasoning_watched)),
-                avoid=tuple(dict.fromkeys(avoid)))
+                avoid=tuple(dict.fromkeys(avoid)), ends=_turn_ends(ext.end, ext.discard_after_end))
+
+
+def _turn_ends(ends: tuple[str, ...], discarded: tuple[str, ...]) -> tuple[str, ...]:
+    """The end markers a model writes: those after which the parser keeps reading (text after the others,
+    padding and end-of-text tokens, is discarded), else the first."""
+    return tuple(e for e in ends if e not in discarded) or ends[:1]
 
 
 def _avoided(field: CompiledField) -> tuple[str, ...]:
@@ -369,7 +377,7 @@ class Builder:
         if choice == "required" or name is not None:
             most = 1 if (name is not None or not parallel) else None
             return seq(opt(_BETWEEN), self.calls_node(tools, least=1, most=most), opt(_BETWEEN),
-                       opt(lit(end)) if end else EMPTY)
+                       opt(alt(*(lit(e) for e in self.plan.ends))) if end else EMPTY)
         # auto: text, then calls started by their trigger (the lazy text holds it), then more text.
         form = self.form
         first = form.triggers[0]
@@ -384,7 +392,7 @@ class Builder:
         text = Text(_excludes(watched, "") + avoid, _partials(watched))
         if end is None:
             return text
-        return alt(Until(rx_escape(end), _excludes(watched, end) + avoid), text)
+        return alt(*(Until(rx_escape(e), _excludes(watched, e) + avoid) for e in self.plan.ends), text)
 
     def reasoning(self, state: str) -> Node:
         thinking = self.plan.thinking

@@ -40,11 +40,12 @@ def _fail(message: str) -> GrammarError:
 
 def string_pattern(quote: str, *, raw_newline: bool, forbid: str = "", low: int = 0, high: int | None = None) -> str:
     """A Python string literal between ``quote``\\ s: no raw quote, backslash or control character (a raw
-    newline only with ``raw_newline``), simple escapes; none of the characters in ``forbid``."""
+    newline only with ``raw_newline``), simple escapes; none of the characters in ``forbid`` (then no
+    escapes either: the literal sits inside another string, whose reading would take them first)."""
     banned = re.escape(quote + forbid) + r"\\\x00-\x09\x0b-\x1f" + ("" if raw_newline else r"\n")
-    escapes = r"\\[\\'" + '"' + "nrt]"
+    escapes = "" if forbid else "|" + r"\\[\\'" + '"' + "nrt]"
     count = "*" if (low, high) == (0, None) else f"{{{low},{'' if high is None else high}}}"
-    return f"{quote}(?:[^{banned}]|{escapes}){count}{quote}"
+    return f"{quote}(?:[^{banned}]{escapes}){count}{quote}"
 
 
 class PythonLiterals(StyledValues):
@@ -62,7 +63,8 @@ class PythonLiterals(StyledValues):
     def quoted(self, text: str) -> str:
         escaped = text.replace("\\", "\\\\").replace(self.quote, "\\" + self.quote)
         escaped = escaped.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
-        if any(ch in escaped for ch in self.forbid) or any(ord(ch) < 0x20 for ch in escaped):
+        if (self.forbid and escaped != text) or any(ch in escaped for ch in self.forbid) or \
+                any(ord(ch) < 0x20 for ch in escaped):
             raise GrammarError(f"Enum or const value {text!r} cannot be written in this call format",
                                code="unsupported_schema")
         return self.quote + escaped + self.quote

@@ -188,9 +188,9 @@ def plan(template: CompiledTemplate) -> Plan:
 
 
 def _turn_ends(ends: tuple[str, ...], discarded: tuple[str, ...]) -> tuple[str, ...]:
-    """The end markers a model writes: those after which the parser keeps reading (text after the others,
-    padding and end-of-text tokens, is discarded), else the first."""
-    return tuple(e for e in ends if e not in discarded) or ends[:1]
+    """The end markers a model writes: the first, and the others after which the parser keeps reading (text
+    after the rest, padding and end-of-text tokens, is discarded)."""
+    return ends[:1] + tuple(e for e in ends[1:] if e not in discarded)
 
 
 def _avoided(field: CompiledField) -> tuple[str, ...]:

@@ -45,6 +45,12 @@ BODY_MODULES: dict[str, str] = {
     "python-calls": "chatparse.grammar.body_python_calls",
     "bare-key-object": "chatparse.grammar.body_bare_key_object",
 }
+# Turn layouts beyond reasoning then answer, written by modules of their own (each has
+# ``reasoning(builder, state) -> Node`` and ``answer(builder, choice, name, parallel) -> Node``), named by the
+# content field's 'chatparse.write.layout'.
+LAYOUT_MODULES: dict[str, str] = {
+    "messages": "chatparse.grammar.layout_messages",
+}
 BODIES = ("json-call", "json-arguments", "xml-parameters", *BODY_MODULES)
 # Whitespace a model writes between calls and around them when no separator is spelled out.
 _BETWEEN = Rx(r"[ \t\n]{1,4}")
@@ -214,6 +220,7 @@ class Builder:
         self.form = call_form(self.plan.calls)
         self._bodies: dict[str, Node] = {}
         self._calls: dict[tuple[str, str], Node] = {}
+        self.layout = _layout(template)
 
     # -- one call -------------------------------------------------------------------------------------
     def call(self, tool: Any, skip: str = "") -> Node:
@@ -368,6 +375,8 @@ class Builder:
         return run
 
     def answer(self, choice: str | None, name: str | None, parallel: bool) -> Node:
+        if self.layout is not None:
+            return self.layout.answer(self, choice, name, parallel)  # type: ignore[no-any-return]
         watched = self.plan.watched
         end = self.plan.end
         ending = self.ending(watched)
@@ -395,6 +404,8 @@ class Builder:
         return alt(*(Until(rx_escape(e), _excludes(watched, e) + avoid) for e in self.plan.ends), text)
 
     def reasoning(self, state: str) -> Node:
+        if self.layout is not None:
+            return self.layout.reasoning(self, state)  # type: ignore[no-any-return]
         thinking = self.plan.thinking
         if thinking is None or state in ("closed", "none"):
             return EMPTY
@@ -403,6 +414,18 @@ class Builder:
         if state == "open":
             return body
         return opt(seq(lit(opened), body))
+
+
+def _layout(template: CompiledTemplate) -> Any:
+    """The module of the turn layout the content field's written form names (None: reasoning then answer)."""
+    content = template.fields.get("content")
+    name = _write(content).get("layout") if content is not None else None
+    if name is None:
+        return None
+    if name not in LAYOUT_MODULES:
+        raise _fail(f"'chatparse.write.layout' is {name!r}; expected one of {list(LAYOUT_MODULES)}", "bad_write_form",
+                    field="content")
+    return importlib.import_module(LAYOUT_MODULES[name])
 
 
 # Whitespace between a value's close and what follows it. The parser looks up to 256 characters ahead; the

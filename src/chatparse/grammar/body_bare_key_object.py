@@ -13,11 +13,15 @@ from __future__ import annotations
 import re
 import weakref
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chatparse.grammar.ir import Lit, Node, Rx, Until, lit, rx_escape, seq
 from chatparse.grammar.jsonschema import GrammarError, SchemaGrammar
 from chatparse.grammar.styled import StyledValues
+
+if TYPE_CHECKING:
+    from chatparse.grammar.build import Builder
+    from chatparse.tools.schema import Tool
 
 _BARE_KEY = re.compile(r"[A-Za-z_][\w.\-]{0,127}")
 _ORDERS = ("schema", "sorted")
@@ -55,10 +59,10 @@ class BareKeyValues(StyledValues):
         return seq(Lit(self.opener), Until(rx_escape(self.closer)))
 
 
-_VALUES: weakref.WeakKeyDictionary[Any, BareKeyValues] = weakref.WeakKeyDictionary()
+_VALUES: weakref.WeakKeyDictionary[Builder, BareKeyValues] = weakref.WeakKeyDictionary()
 
 
-def _values(builder: Any) -> BareKeyValues:
+def _values(builder: Builder) -> BareKeyValues:
     values = _VALUES.get(builder)
     if values is None:
         form: Mapping[str, Any] = builder.form.values or {}
@@ -75,6 +79,6 @@ def _values(builder: Any) -> BareKeyValues:
     return values
 
 
-def write(builder: Any, tool: Any, begin: str, end: str) -> Node:
+def write(builder: Builder, tool: Tool, begin: str, end: str) -> Node:
     """``begin`` ``{key:value,...}`` ``end``."""
     return seq(lit(begin), _values(builder).value(dict(tool.parameters), f"tools/{tool.name}/parameters"), lit(end))

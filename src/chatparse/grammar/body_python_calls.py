@@ -21,11 +21,15 @@ from __future__ import annotations
 import re
 import weakref
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chatparse.grammar.ir import EMPTY, Lit, Node, Rx, alt, lit, seq
 from chatparse.grammar.jsonschema import GrammarError, SchemaGrammar
 from chatparse.grammar.styled import StyledValues
+
+if TYPE_CHECKING:
+    from chatparse.grammar.build import Builder
+    from chatparse.tools.schema import Tool
 
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
 _QUOTES = ('"', "'")
@@ -77,7 +81,7 @@ class PythonLiterals(StyledValues):
 class _Style:
     """The literal grammars of one builder (made once, shared by its calls)."""
 
-    def __init__(self, builder: Any) -> None:
+    def __init__(self, builder: Builder) -> None:
         form = builder.form
         values: Mapping[str, Any] = form.values or {}
         unknown = sorted(set(values) - {"string", "quote", "constants", "typed"})
@@ -101,10 +105,10 @@ class _Style:
                                     forbid=self.top_quote) if typed == "literal-or-string" else None
 
 
-_STYLES: weakref.WeakKeyDictionary[Any, _Style] = weakref.WeakKeyDictionary()
+_STYLES: weakref.WeakKeyDictionary[Builder, _Style] = weakref.WeakKeyDictionary()
 
 
-def _style(builder: Any) -> _Style:
+def _style(builder: Builder) -> _Style:
     style = _STYLES.get(builder)
     if style is None:
         style = _STYLES[builder] = _Style(builder)
@@ -121,7 +125,7 @@ def _admits_string(schema: Any) -> bool:
                 & set(schema))
 
 
-def argument(builder: Any, schema: Any, where: str, root: Any) -> Node:
+def argument(builder: Builder, schema: Any, where: str, root: Any) -> Node:
     """One argument's value: a plain string in the parameter quote, else a literal (or, where the style
     allows and the schema admits no string, that literal as a string)."""
     style = _style(builder)
@@ -135,7 +139,7 @@ def argument(builder: Any, schema: Any, where: str, root: Any) -> Node:
     return alt(value, seq(Lit(quote), style.inner.value(schema, where, root), Lit(quote)))
 
 
-def write(builder: Any, tool: Any, begin: str, end: str) -> Node:
+def write(builder: Builder, tool: Tool, begin: str, end: str) -> Node:
     """``begin`` ``NAME(key=value, ...)`` ``end``."""
     schema = dict(tool.parameters)
     props: Mapping[str, Any] = schema.get("properties") or {}

@@ -15,16 +15,20 @@ the template's end, next-turn and dropped markers), and ends in no first part of
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from chatparse.grammar.build import _partials, region_texts
 from chatparse.grammar.ir import EMPTY, Node, Text, Until, alt, lit, opt, rx_escape, seq
 from chatparse.grammar.jsonschema import GrammarError
 
+if TYPE_CHECKING:
+    from chatparse.grammar.build import Builder
+    from chatparse.tools.schema import Tool
+
 _MARKER = re.compile(r"<\|[^|<>\s]{1,64}\|>")
 
 
-def _written(builder: Any) -> list[str]:
+def _written(builder: Builder) -> list[str]:
     """Every text the layout writes or the parser watches, markers and all."""
     template = builder.template
     ext = template.ext
@@ -36,11 +40,11 @@ def _written(builder: Any) -> list[str]:
     return texts
 
 
-def _markers(builder: Any) -> tuple[str, ...]:
+def _markers(builder: Builder) -> tuple[str, ...]:
     return tuple(sorted({m for text in _written(builder) for m in _MARKER.findall(text)}))
 
 
-def _header(builder: Any) -> str:
+def _header(builder: Builder) -> str:
     content = builder.template.fields["content"]
     header = (content.ext.write or {}).get("header", "")
     if not isinstance(header, str):
@@ -49,7 +53,7 @@ def _header(builder: Any) -> str:
     return header
 
 
-def message_text(builder: Any, stop: str | None) -> Node:
+def message_text(builder: Builder, stop: str | None) -> Node:
     """A message's text up to and including ``stop`` (None: up to the end of the output)."""
     markers = _markers(builder)
     if stop is None:
@@ -57,7 +61,7 @@ def message_text(builder: Any, stop: str | None) -> Node:
     return Until(rx_escape(stop), tuple(rx_escape(m) for m in markers if m not in stop))
 
 
-def reasoning(builder: Any, state: str) -> Node:
+def reasoning(builder: Builder, state: str) -> Node:
     """The reasoning message and the next message's header (nothing when the prompt closed reasoning)."""
     thinking = builder.plan.thinking
     header = lit(_header(builder))
@@ -68,7 +72,7 @@ def reasoning(builder: Any, state: str) -> Node:
     return body if state == "open" else opt(seq(lit(opened), body))
 
 
-def _call(builder: Any, tool: Any) -> Node:
+def _call(builder: Builder, tool: Tool) -> Node:
     spellings = (builder.plan.calls.ext.write or {}).get("also", ())
     calls = [builder.call(tool)]
     for spelling in spellings:
@@ -80,7 +84,7 @@ def _call(builder: Any, tool: Any) -> Node:
     return alt(*calls)
 
 
-def answer(builder: Any, choice: str | None, name: str | None, parallel: bool) -> Node:
+def answer(builder: Builder, choice: str | None, name: str | None, parallel: bool) -> Node:
     """The one message after the header: the answer, or a call."""
     opened, closed = region_texts(builder.template.fields["content"])
     text = seq(lit(opened), alt(message_text(builder, closed), message_text(builder, None)))

@@ -1,0 +1,47 @@
+"""Write-form keys of build.py beyond the calls' spelling: ``avoid`` (openers the parser reads from a regex, kept
+out of free text) and the markers a turn may end with."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+import chatparse
+from chatparse.grammar import GrammarError, tool_grammar
+from chatparse.templates import get_template
+from tests.grammar.walk import accepts
+
+TOOLS: list[dict[str, Any]] = [
+    {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}},
+]
+
+
+@pytest.mark.parametrize(("family", "text", "admitted"), [
+    ("hermes", 'Use {"a": 1} or <b>bold</b>.<|im_end|>', True),
+    ("hermes", 'See {"name": "get_time", "arguments": {}}<|im_end|>', False),  # the parser reads a call
+    ("hermes", "See <function=get_time></function><|im_end|>", False),
+    ("hermes", '<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call><|im_end|>', True),
+    ("llama3_json", '{"name": "get_time", "parameters": {}}<|eom_id|>', True),
+    ("llama3_json", 'Text {"a": 1}<|eot_id|>', True),
+    ("llama3_json", 'Text {"name": "x"}<|eot_id|>', False),  # starts a call, which must follow
+    ("llama3_json", 'Text { "name": 1}<|eot_id|>', False),
+    ("llama3_json", '<|python_tag|>{"name": "get_time", "parameters": {}}<|eot_id|>', False),
+    ("llama3_json", "Done.<|end_of_text|>", False),  # the parser discards after it: not written
+])
+def test_free_text_avoids_what_the_parser_reads_as_a_call(family: str, text: str, admitted: bool) -> None:
+    prompt = ""
+    assert accepts(tool_grammar(family, TOOLS, prefix=prompt).lark, text)[0] is admitted
+    if admitted:
+        message = chatparse.parse_response(text, family, prefix=prompt, tools=TOOLS)
+        assert bool(message.get("tool_calls")) is ("get_time" in text)
+
+
+@pytest.mark.parametrize("avoid", ["<function", [""], [3]])
+def test_a_bad_avoid_is_named(avoid: Any) -> None:
+    template = copy.deepcopy(get_template("hermes"))
+    template["fields"]["tool_calls"]["chatparse"]["write"]["avoid"] = avoid
+    with pytest.raises(GrammarError) as info:
+        tool_grammar(template, TOOLS)
+    assert info.value.code == "bad_write_form"

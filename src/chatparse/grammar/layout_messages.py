@@ -65,7 +65,7 @@ def reasoning(builder: Builder, state: str) -> Node:
     """The reasoning message and the next message's header (nothing when the prompt closed reasoning)."""
     thinking = builder.plan.thinking
     header = lit(_header(builder))
-    if thinking is None or state == "closed":
+    if thinking is None or state in ("closed", "none"):  # none: the grammar starts after reasoning
         return EMPTY
     opened, closed = region_texts(thinking)
     body = seq(message_text(builder, closed), header)

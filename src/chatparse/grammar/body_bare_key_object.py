@@ -37,6 +37,7 @@ class BareKeyValues(StyledValues):
         super().__init__(base)
         self.opener, self.closer = opener, closer
         self.sort_keys = sort_keys
+        self.bodies: dict[str, Node] = {}  # one rule per tool: the call after its begin
 
     def quoted(self, text: str) -> str:
         if self.closer in text:
@@ -80,5 +81,9 @@ def _values(builder: Builder) -> BareKeyValues:
 
 
 def write(builder: Builder, tool: Tool, begin: str, end: str) -> Node:
-    """``begin`` ``{key:value,...}`` ``end``."""
-    return seq(lit(begin), _values(builder).value(dict(tool.parameters), f"tools/{tool.name}/parameters"), lit(end))
+    """``begin`` ``{key:value,...}`` ``end`` (the part after ``begin`` one rule per tool)."""
+    values = _values(builder)
+    if tool.name not in values.bodies:
+        arguments = values.value(dict(tool.parameters), f"tools/{tool.name}/parameters")
+        values.bodies[tool.name] = builder.grammar.add("body", seq(arguments, lit(end)))
+    return seq(lit(begin), values.bodies[tool.name])

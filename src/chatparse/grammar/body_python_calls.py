@@ -103,6 +103,7 @@ class _Style:
         inner = "'" if self.top_quote == '"' else '"'
         self.inner = PythonLiterals(base, quote=inner, constants="python", raw_newline=False,
                                     forbid=self.top_quote) if typed == "literal-or-string" else None
+        self.bodies: dict[str, Node] = {}  # one rule per tool: the call after its begin
 
 
 _STYLES: weakref.WeakKeyDictionary[Builder, _Style] = weakref.WeakKeyDictionary()
@@ -140,7 +141,14 @@ def argument(builder: Builder, schema: Any, where: str, root: Any) -> Node:
 
 
 def write(builder: Builder, tool: Tool, begin: str, end: str) -> Node:
-    """``begin`` ``NAME(key=value, ...)`` ``end``."""
+    """``begin`` ``NAME(key=value, ...)`` ``end`` (the part after ``begin`` one rule per tool)."""
+    bodies = _style(builder).bodies
+    if tool.name not in bodies:
+        bodies[tool.name] = builder.grammar.add("body", _call(builder, tool, end))
+    return seq(lit(begin), bodies[tool.name])
+
+
+def _call(builder: Builder, tool: Tool, end: str) -> Node:
     schema = dict(tool.parameters)
     props: Mapping[str, Any] = schema.get("properties") or {}
     required = set(schema.get("required") or ())
@@ -154,4 +162,4 @@ def write(builder: Builder, tool: Tool, begin: str, end: str) -> Node:
         members.append((name, seq(Lit(name + "="), argument(builder, sub, f"{where}/properties/{name}", schema)),
                         name in required))
     args = builder.schemas.members(members, sep=Lit(", ")) if members else EMPTY
-    return seq(lit(begin), Lit(tool.name + "("), args, Lit(")"), lit(end))
+    return seq(Lit(tool.name + "("), args, Lit(")"), lit(end))

@@ -78,3 +78,11 @@ def test_reasoning_by_the_prompts_state(state: str, text: str, admitted: bool) -
     builder = Builder(load_template("gpt_oss"), [as_tool(t) for t in TOOLS], lenient=False)
     builder.grammar.rules["turn"] = seq(builder.reasoning(state), builder.answer("auto", None, True))
     assert accepts(to_lark(builder.grammar, "turn"), text)[0] is admitted
+
+
+def test_another_spelling_needs_its_body() -> None:
+    template = copy.deepcopy(get_template("gpt_oss"))
+    template["fields"]["tool_calls"]["chatparse"]["write"]["also"] = [" to=functions.{name}<|message|>"]
+    with pytest.raises(GrammarError) as info:
+        _lark(family=template)
+    assert info.value.code == "bad_write_form"

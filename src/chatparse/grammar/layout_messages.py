@@ -73,14 +73,19 @@ def reasoning(builder: Builder, state: str) -> Node:
 
 
 def _call(builder: Builder, tool: Tool) -> Node:
+    """One call of ``tool`` in any of its spellings (the arguments one rule, shared)."""
     spellings = (builder.plan.calls.ext.write or {}).get("also", ())
-    calls = [builder.call(tool)]
-    for spelling in spellings:
-        if not isinstance(spelling, str) or spelling.count("{body}") != 1 or builder.form.body != "json-arguments":
+    if not spellings:
+        return builder.call(tool)
+    form = builder.form
+    arguments = builder.grammar.add("arguments", builder.arguments(tool))
+    calls: list[Node] = []
+    for spelling in (form.begin + "{body}" + form.end, *spellings):
+        if not isinstance(spelling, str) or spelling.count("{body}") != 1 or form.body != "json-arguments":
             raise GrammarError(f"'chatparse.write.also' holds calls spelled like 'call' (with '{{body}}' once, a "
                                f"json-arguments body), found {spelling!r}", code="bad_write_form", field="tool_calls")
         begin, end = spelling.replace("{name}", tool.name).split("{body}")
-        calls.append(seq(lit(begin), builder.arguments(tool), lit(end)))
+        calls.append(seq(lit(begin), arguments, lit(end)))
     return alt(*calls)
 
 

@@ -87,3 +87,10 @@ def test_a_turn_with_calls_may_end_with_the_tool_response_marker() -> None:
     assert accepts(lark, call + "<|tool_response>")[0]
     assert accepts(lark, call + "Done.<turn|>")[0]
     assert not accepts(lark, call + "<eos>")[0]  # a marker the parser discards after is not written
+
+
+def test_a_tool_name_the_opener_cannot_capture_is_named() -> None:
+    tools = [{"type": "function", "function": {"name": "a b", "parameters": {"type": "object", "properties": {}}}}]
+    with pytest.raises(GrammarError) as info:
+        _required("gemma4", tools)
+    assert info.value.code == "unsupported_name"

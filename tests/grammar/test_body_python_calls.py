@@ -89,3 +89,14 @@ def test_a_tool_without_properties_is_called_without_arguments() -> None:
     lark = tool_grammar("lfm2", tools, tool_choice="required", prefix="").lark
     assert accepts(lark, "<|tool_call_start|>[now()]<|tool_call_end|>")[0]
     assert not accepts(lark, '<|tool_call_start|>[now(x=1)]<|tool_call_end|>')[0]
+
+
+@pytest.mark.parametrize(("tool", "code"), [
+    ({"name": "2fast", "parameters": {"type": "object", "properties": {}}}, "unsupported_name"),
+    ({"name": "f", "parameters": {"type": "object", "properties": {"s": {"type": "string", "pattern": "^a"}}}},
+     "unsupported_schema"),
+])
+def test_what_cannot_be_written_is_named(tool: dict[str, Any], code: str) -> None:
+    with pytest.raises(GrammarError) as info:
+        tool_grammar("llama4_pythonic", [{"type": "function", "function": tool}])
+    assert info.value.code == code

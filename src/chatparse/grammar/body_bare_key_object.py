@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 _BARE_KEY = re.compile(r"[A-Za-z_][\w.\-]{0,127}")
 _ORDERS = ("schema", "sorted")
+_TOOL_NAME = re.compile(r"[\w.\-]{1,128}")  # a name the call's opener captures
 
 
 class BareKeyValues(StyledValues):
@@ -83,6 +84,9 @@ def _values(builder: Builder) -> BareKeyValues:
 def write(builder: Builder, tool: Tool, begin: str, end: str) -> Node:
     """``begin`` ``{key:value,...}`` ``end`` (the part after ``begin`` one rule per tool)."""
     values = _values(builder)
+    if not _TOOL_NAME.fullmatch(tool.name):
+        raise GrammarError(f"Tool name {tool.name!r} cannot be written in this call format; expected letters, digits, "
+                           "'_', '.' and '-'", code="unsupported_name", field=tool.name)
     if tool.name not in values.bodies:
         arguments = values.value(dict(tool.parameters), f"tools/{tool.name}/parameters")
         values.bodies[tool.name] = builder.grammar.add("body", seq(arguments, lit(end)))

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from chatparse.tools.schema import Tool
 
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
+_NAME = re.compile(r"[^\W\d]\w*(?:[.\-][^\W\d]\w*)*")  # a function name as the parser reads it
 _QUOTES = ('"', "'")
 _CONSTANTS = {"python": ("True", "False", "None"), "json": ("true", "false", "null")}
 _TYPED = ("literal", "literal-or-string")
@@ -99,6 +100,7 @@ class _Style:
         self.raw_newline = bool(args.get("repairs", False))
         base = builder.schemas
         self.nested = PythonLiterals(base, quote=quote, constants=constants, raw_newline=self.raw_newline)
+        self.top = PythonLiterals(base, quote=self.top_quote, constants=constants, raw_newline=self.raw_newline)
         # Inside a string holding a literal: the other quote, no escapes of the outer one.
         inner = "'" if self.top_quote == '"' else '"'
         self.inner = PythonLiterals(base, quote=inner, constants="python", raw_newline=False,
@@ -131,8 +133,7 @@ def argument(builder: Builder, schema: Any, where: str, root: Any) -> Node:
     allows and the schema admits no string, that literal as a string)."""
     style = _style(builder)
     if isinstance(schema, Mapping) and schema.get("type") == "string" and not {"enum", "const"} & set(schema):
-        return Rx(string_pattern(style.top_quote, raw_newline=style.raw_newline,
-                                 low=int(schema.get("minLength", 0)), high=schema.get("maxLength")))
+        return style.top.value(schema, where, root)
     value = style.nested.value(schema, where, root)
     if style.inner is None or _admits_string(schema):
         return value
@@ -149,6 +150,10 @@ def write(builder: Builder, tool: Tool, begin: str, end: str) -> Node:
 
 
 def _call(builder: Builder, tool: Tool, end: str) -> Node:
+    if not _NAME.fullmatch(tool.name):
+        raise GrammarError(f"Tool name {tool.name!r} cannot be written as a Python call; expected letters, digits "
+                           "and '_' (words joined by '.' or '-'), not starting with a digit", code="unsupported_name",
+                           field=tool.name)
     schema = dict(tool.parameters)
     props: Mapping[str, Any] = schema.get("properties") or {}
     required = set(schema.get("required") or ())

@@ -45,3 +45,28 @@ def test_a_bad_avoid_is_named(avoid: Any) -> None:
     with pytest.raises(GrammarError) as info:
         tool_grammar(template, TOOLS)
     assert info.value.code == "bad_write_form"
+
+
+@pytest.mark.parametrize(("parallel", "text", "admitted"), [
+    (True, "See [1] and [the docs](x).<|eot|>", True),
+    (True, "See [get_time()] then [2] and [ get_time()] done<|eot|>", True),
+    (True, "See [ 2]<|eot|>", False),  # whitespace after the trigger belongs to a call
+    (True, "See [other(1)]<|eot|>", False),  # the parser opens a call for any name
+    (True, "Cut [get_time(", False),
+    (False, "[1] [get_time()] done<|eot|>", True),
+    (False, "[get_time()] and [1]<|eot|>", False),  # after the one call, no trigger
+])
+def test_a_trigger_is_text_where_no_call_follows(parallel: bool, text: str, admitted: bool) -> None:
+    grammar = tool_grammar("llama4_pythonic", TOOLS, prefix="", parallel_tool_calls=parallel)
+    assert accepts(grammar.lark, text)[0] is admitted
+    if admitted:
+        message = chatparse.parse_response(text, "llama4_pythonic", prefix="", tools=TOOLS)
+        assert len(message.get("tool_calls", [])) == text.count("get_time()")
+
+
+def test_a_bad_opens_is_named() -> None:
+    template = copy.deepcopy(get_template("llama4_pythonic"))
+    template["fields"]["tool_calls"]["chatparse"]["write"]["opens"] = ""
+    with pytest.raises(GrammarError) as info:
+        tool_grammar(template, TOOLS)
+    assert info.value.code == "bad_write_form"

@@ -20,6 +20,7 @@ from typing import Any
 
 import regex
 
+from chatparse.grammar import prose_trigger
 from chatparse.grammar.ir import (
     EMPTY,
     Grammar,
@@ -392,16 +393,18 @@ class Builder:
         first = form.triggers[0]
         after = self.calls_node(tools, least=1, most=None if parallel else 1, skip=first)
         start = Until(rx_escape(first), _excludes(watched, first) + self.plan.avoid)
+        if "opens" in _write(self.plan.calls):  # a trigger that is text unless a call follows it
+            return prose_trigger.answer(self, start, after, ending, parallel)
         block = seq(start, after)
         return seq(Rep(block, 0, None if parallel else 1), ending)
 
-    def ending(self, watched: tuple[str, ...]) -> Node:
+    def ending(self, watched: tuple[str, ...], not_start: tuple[str, ...] = ()) -> Node:
         end = self.plan.end
         avoid = self.plan.avoid
-        text = Text(_excludes(watched, "") + avoid, _partials(watched))
+        text = Text(_excludes(watched, "") + avoid, _partials(watched), not_start)
         if end is None:
             return text
-        return alt(*(Until(rx_escape(e), _excludes(watched, e) + avoid) for e in self.plan.ends), text)
+        return alt(*(Until(rx_escape(e), _excludes(watched, e) + avoid, not_start) for e in self.plan.ends), text)
 
     def reasoning(self, state: str) -> Node:
         if self.layout is not None:

@@ -99,7 +99,8 @@ class _Writer:
             assert isinstance(node, Text)
             name = f"TEXT_{index}"
             partial = f" & ~{_regex(_ANY + any_of(node.partial))}" if node.partial else ""
-            self.extra.append(f"{name}: {_regex(_ANY)}{self._exclusion(node.excludes)}{partial}")
+            start = f" & ~{_regex(any_of(node.not_start) + _ANY)}" if node.not_start else ""
+            self.extra.append(f"{name}: {_regex(_ANY)}{self._exclusion(node.excludes)}{partial}{start}")
         self.names[node] = name
         return name
 

@@ -70,3 +70,42 @@ def test_a_bad_opens_is_named() -> None:
     with pytest.raises(GrammarError) as info:
         tool_grammar(template, TOOLS)
     assert info.value.code == "bad_write_form"
+
+
+class _SpecialTokenizer:
+    """Bytes, plus ``specials`` as single added tokens (what a model's tokenizer does with its markers)."""
+
+    def __init__(self, specials: list[str]) -> None:
+        self.specials = specials
+        self.tokens = [bytes([i]) for i in range(256)] + [s.encode() for s in specials] + [b"<eos>"]
+        self.special_token_ids = list(range(256, len(self.tokens)))
+        self.eos_token_id = len(self.tokens) - 1
+        self.bos_token_id = None
+
+    def __call__(self, data: bytes) -> list[int]:
+        out: list[int] = []
+        i = 0
+        while i < len(data):
+            hit = next((j for j, s in enumerate(self.specials) if data.startswith(s.encode(), i)), None)
+            out.append(data[i] if hit is None else 256 + hit)
+            i += 1 if hit is None else len(self.specials[hit].encode())
+        return out
+
+
+@pytest.mark.parametrize(("family", "specials", "text"), [
+    ("llama4_pythonic", ["<|eot|>", "<|eom|>", "<|header_start|>", "<|python_start|>", "<|python_end|>"],
+     'See [1]: [get_time(), create_event(title="Sync", attendees="[\'a\']")]<|eot|>'),
+    ("gemma4", ['<|"|>', "<|tool_call>", "<tool_call|>", "<|tool_response>", "<turn|>", "<|turn>", "<|channel>",
+                "<channel|>"], '<|tool_call>call:get_time{}<tool_call|>Done.<|tool_response>'),
+])
+def test_markers_that_are_tokens(family: str, specials: list[str], text: str) -> None:
+    import llguidance
+
+    tools = [*TOOLS, {"type": "function", "function": {"name": "create_event", "parameters": {
+        "type": "object", "properties": {"title": {"type": "string"},
+                                         "attendees": {"type": "array", "items": {"type": "string"}}}}}}]
+    tokenizer = _SpecialTokenizer(specials)
+    lark = tool_grammar(family, tools, prefix="", special_tokens=specials).lark
+    matcher = llguidance.LLMatcher(llguidance.LLTokenizer(llguidance.TokenizerWrapper(tokenizer)), lark)
+    assert not matcher.is_error(), matcher.get_error()
+    assert all(matcher.consume_token(t) for t in tokenizer(text.encode())) and matcher.is_accepting()

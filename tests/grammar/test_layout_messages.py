@@ -86,3 +86,10 @@ def test_another_spelling_needs_its_body() -> None:
     with pytest.raises(GrammarError) as info:
         _lark(family=template)
     assert info.value.code == "bad_write_form"
+
+
+def test_after_reasoning_the_header_may_come_first() -> None:
+    lark = tool_grammar("gpt_oss", TOOLS, prefix=PROMPT, reasoning=False).lark
+    assert accepts(lark, "<|start|>assistant" + FINAL)[0]
+    assert accepts(lark, FINAL)[0]
+    assert not accepts(lark, ANALYSIS + FINAL)[0]

@@ -65,7 +65,9 @@ def reasoning(builder: Builder, state: str) -> Node:
     """The reasoning message and the next message's header (nothing when the prompt closed reasoning)."""
     thinking = builder.plan.thinking
     header = lit(_header(builder))
-    if thinking is None or state in ("closed", "none"):  # none: the grammar starts after reasoning
+    if state == "none":  # the grammar starts where reasoning ended: before the next header, or after it
+        return opt(header)
+    if thinking is None or state == "closed":
         return EMPTY
     opened, closed = region_texts(thinking)
     body = seq(message_text(builder, closed), header)

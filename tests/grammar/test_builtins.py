@@ -156,7 +156,8 @@ def test_the_grammar_admits_what_the_chat_template_renders(family: str) -> None:
         ok, why = accepts(tool_grammar(template, tools, prefix=prompt).lark, text)
         assert ok, f"auto grammar rejects {text!r}: {why}"
         message = chatparse.parse_response(text, template, prefix=prompt, tools=tools)
-        if has_calls and not message.get("content"):
+        # (a chat template that drops the calls, LFM2's, renders a turn with none: nothing to require)
+        if has_calls and message.get("tool_calls") and not message.get("content"):
             ok, why = accepts(tool_grammar(template, tools, tool_choice="required", prefix=prompt).lark, text)
             assert ok, f"required grammar rejects {text!r}: {why}"
 

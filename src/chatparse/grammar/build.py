@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from chatparse.grammar import prose_trigger
 from chatparse.grammar.ir import (
     EMPTY,
     Grammar,
@@ -41,6 +42,14 @@ CHOICES = ("auto", "required", "none")
 # Bodies written by modules of their own (each has ``write(builder, tool, begin, end) -> Node``).
 BODY_MODULES: dict[str, str] = {
     "xml-parameters": "chatparse.grammar.body_xml_parameters",
+    "python-calls": "chatparse.grammar.body_python_calls",
+    "bare-key-object": "chatparse.grammar.body_bare_key_object",
+}
+# Turn layouts beyond reasoning then answer, written by modules of their own (each has
+# ``reasoning(builder, state) -> Node`` and ``answer(builder, choice, name, parallel) -> Node``), named by the
+# content field's 'chatparse.write.layout'.
+LAYOUT_MODULES: dict[str, str] = {
+    "messages": "chatparse.grammar.layout_messages",
 }
 BODIES = ("json-call", "json-arguments", *BODY_MODULES)
 # Whitespace a model writes between calls and around them when no separator is spelled out.
@@ -159,6 +168,8 @@ class Plan:
     end: str | None
     watched: tuple[str, ...]  # texts the parser reacts to in the answer's free text
     reasoning_watched: tuple[str, ...]
+    ends: tuple[str, ...] = ()  # the markers a model ends its turn with
+    avoid: tuple[str, ...] = ()  # regexes of openers given by 'chatparse.write.avoid' (free text avoids them)
 
 
 def plan(template: CompiledTemplate) -> Plan:
@@ -170,14 +181,35 @@ def plan(template: CompiledTemplate) -> Plan:
     thinking = fields.get("thinking") if "thinking" in fields and fields["thinking"].open is not None else None
     ext = template.ext
     watched: list[str] = [*ext.end, *ext.next_turn, *ext.drop]
+    avoid: list[str] = []
     for f in fields.values():
-        watched.extend(watched_texts(f.open))
+        written = _avoided(f)
+        avoid.extend(written)
+        watched.extend(_write(f).get("trigger", ()) if written else watched_texts(f.open))
         watched.extend(f.ext.lone_close)
     reasoning_watched: list[str] = [*ext.end, *ext.next_turn]
     if thinking is not None:
         reasoning_watched.extend(_reasoning_closes(thinking, calls))
     return Plan(thinking=thinking, calls=calls, end=ext.end[0] if ext.end else None,
-                watched=tuple(dict.fromkeys(watched)), reasoning_watched=tuple(dict.fromkeys(reasoning_watched)))
+                watched=tuple(dict.fromkeys(watched)), reasoning_watched=tuple(dict.fromkeys(reasoning_watched)),
+                avoid=tuple(dict.fromkeys(avoid)), ends=_turn_ends(ext.end, ext.discard_after_end))
+
+
+def _turn_ends(ends: tuple[str, ...], discarded: tuple[str, ...]) -> tuple[str, ...]:
+    """The end markers a model writes: the first, and the others after which the parser keeps reading (text
+    after the rest, padding and end-of-text tokens, is discarded)."""
+    return ends[:1] + tuple(e for e in ends[1:] if e not in discarded)
+
+
+def _avoided(field: CompiledField) -> tuple[str, ...]:
+    """The field's 'chatparse.write.avoid': regexes free text must not match (the openers the parser reacts to,
+    where its open pattern gives no literal text), in place of what the opener's regex implies (its written
+    triggers stay watched)."""
+    avoid = _write(field).get("avoid", ())
+    if isinstance(avoid, str) or not all(isinstance(a, str) and a for a in avoid):
+        raise _fail(f"Field '{field.name}': 'chatparse.write.avoid' must be a list of regexes, found {avoid!r}",
+                    "bad_write_form", field=field.name)
+    return tuple(avoid)
 
 
 def _reasoning_closes(thinking: CompiledField, calls: CompiledField) -> tuple[str, ...]:
@@ -199,6 +231,7 @@ class Builder:
         self.form = call_form(self.plan.calls)
         self._bodies: dict[str, Node] = {}
         self._calls: dict[tuple[str, str], Node] = {}
+        self.layout = _layout(template)
 
     # -- one call -------------------------------------------------------------------------------------
     def call(self, tool: Any, skip: str = "") -> Node:
@@ -254,6 +287,8 @@ class Builder:
         return run
 
     def answer(self, choice: str | None, name: str | None, parallel: bool) -> Node:
+        if self.layout is not None:
+            return self.layout.answer(self, choice, name, parallel)  # type: ignore[no-any-return]
         watched = self.plan.watched
         end = self.plan.end
         ending = self.ending(watched)
@@ -263,23 +298,28 @@ class Builder:
         if choice == "required" or name is not None:
             most = 1 if (name is not None or not parallel) else None
             return seq(opt(_BETWEEN), self.calls_node(tools, least=1, most=most), opt(_BETWEEN),
-                       opt(lit(end)) if end else EMPTY)
+                       opt(alt(*(lit(e) for e in self.plan.ends))) if end else EMPTY)
         # auto: text, then calls started by their trigger (the lazy text holds it), then more text.
         form = self.form
         first = form.triggers[0]
         after = self.calls_node(tools, least=1, most=None if parallel else 1, skip=first)
-        start = Until(rx_escape(first), _excludes(watched, first))
+        start = Until(rx_escape(first), _excludes(watched, first) + self.plan.avoid)
+        if "opens" in _write(self.plan.calls):  # a trigger that is text unless a call follows it
+            return prose_trigger.answer(self, start, after, ending, parallel)
         block = seq(start, after)
         return seq(Rep(block, 0, None if parallel else 1), ending)
 
-    def ending(self, watched: tuple[str, ...]) -> Node:
+    def ending(self, watched: tuple[str, ...], not_start: tuple[str, ...] = ()) -> Node:
         end = self.plan.end
-        text = Text(_excludes(watched, ""), _partials(watched))
+        avoid = self.plan.avoid
+        text = Text(_excludes(watched, "") + avoid, _partials(watched), not_start)
         if end is None:
             return text
-        return alt(Until(rx_escape(end), _excludes(watched, end)), text)
+        return alt(*(Until(rx_escape(e), _excludes(watched, e) + avoid, not_start) for e in self.plan.ends), text)
 
     def reasoning(self, state: str) -> Node:
+        if self.layout is not None:
+            return self.layout.reasoning(self, state)  # type: ignore[no-any-return]
         thinking = self.plan.thinking
         if thinking is None or state in ("closed", "none"):
             return EMPTY
@@ -288,6 +328,18 @@ class Builder:
         if state == "open":
             return body
         return opt(seq(lit(opened), body))
+
+
+def _layout(template: CompiledTemplate) -> Any:
+    """The module of the turn layout the content field's written form names (None: reasoning then answer)."""
+    content = template.fields.get("content")
+    name = _write(content).get("layout") if content is not None else None
+    if name is None:
+        return None
+    if name not in LAYOUT_MODULES:
+        raise _fail(f"'chatparse.write.layout' is {name!r}; expected one of {list(LAYOUT_MODULES)}", "bad_write_form",
+                    field="content")
+    return importlib.import_module(LAYOUT_MODULES[name])
 
 
 def _excludes(watched: Iterable[str], stop: str) -> tuple[str, ...]:

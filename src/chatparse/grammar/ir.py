@@ -96,6 +96,7 @@ class Text(Node):
 
     excludes: tuple[str, ...] = ()
     partial: tuple[str, ...] = ()
+    not_start: tuple[str, ...] = ()  # regexes the text must not start with
 
 
 EMPTY = Seq(())

@@ -16,7 +16,6 @@ import regex
 
 from chatparse.content.args import regex_deadline
 from chatparse.content.registry import BadItem, Repaired
-from chatparse.engine.limits import DEFAULT_LIMITS, Limits, RegexBudget
 from chatparse.engine.scanner import DelimiterScanner, Hit
 from chatparse.engine.tool_typing import coerce_tool_calls
 from chatparse.errors import (
@@ -37,6 +36,7 @@ from chatparse.errors import (
 )
 from chatparse.finish import finish_kind
 from chatparse.lazy import load
+from chatparse.limits import DEFAULT_LIMITS, Limits, RegexBudget
 from chatparse.structure import BodyTracker
 from chatparse.template.compile import CompiledField, CompiledTemplate, load_template
 from chatparse.template.extensions import NO_TEMPLATE_EXT

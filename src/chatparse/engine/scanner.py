@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chatparse.content.regex_search import searcher
-from chatparse.engine.limits import DEFAULT_LIMITS, RegexBudget
+from chatparse.limits import DEFAULT_LIMITS, RegexBudget
 from chatparse.template.compile import Delimiter
 
 # How far past a regex match the "could it still grow" check looks (see docs/compatibility.md).

@@ -1,12 +1,13 @@
 """The engine benchmark: chatparse against transformers' reference parser in the same run (when it is
 installed), on one-shot parses, 4-character streaming, truncated outputs and memory. Every row also
 checks that both produced the identical message. Outputs cut by the token limit (in reasoning, in
-content, inside a tool call) are also timed for the built-ins of the bench formats, and with
-``--truncated-all`` for every built-in family (cut from its corpus), against the per-100 KB target.
-Run: ``python benchmarks/bench_engine.py`` or ``chatparse bench``."""
+content, inside a tool call) are also timed for the built-ins of the bench formats, against the per-100 KB
+target. What ``chatparse bench`` runs; ``python benchmarks/bench_engine.py --truncated-all`` (in a source
+checkout) adds every built-in family's outputs cut from its corpus."""
 
 from __future__ import annotations
 
+import argparse
 import gc
 import json
 import math
@@ -15,110 +16,22 @@ import statistics
 import sys
 import time
 import tracemalloc
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
+from chatparse.bench.outputs import (
+    BUILTINS,
+    QWEN3,
+    QWEN35,
+    TEMPLATES,
+    _words,
+    bench_cuts,
+    make_output,
+    make_truncated,
+)
 from chatparse.engine.api import parse_response
 from chatparse.engine.parser import ResponseParser
-from chatparse.errors import ChatparseError
 from chatparse.template import load_template
-from chatparse.templates import list_templates
-
-QWEN3 = {
-    "defaults": {"role": "assistant"},
-    "start_anchor": "<|im_start|>assistant\n",
-    "fields": {
-        "thinking": {"open": "<think>", "close": "</think>"},
-        "tool_calls": {"open": "<tool_call>", "close": "</tool_call>", "repeats": True, "content": "json",
-                       "transform": {"type": "function", "function": "{content}"}},
-        "content": {"close": "<|im_end|>", "repeats": True, "join": ""},
-    },
-}
-HARMONY = {
-    "defaults": {"role": "assistant"},
-    "start_anchor": "<|start|>assistant",
-    "fields": {
-        "thinking": {"open": "<|channel|>analysis<|message|>", "close": "<|end|>"},
-        "tool_calls": {"open_pattern": r"<\|channel\|>commentary to=functions\.(?P<name>\w+).*?<\|message\|>",
-                       "close": "<|call|>", "repeats": True, "content": "json",
-                       "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}}},
-        "content": {"open": "<|channel|>final<|message|>", "close": ["<|return|>", "<|end|>"], "repeats": True,
-                    "join": ""},
-    },
-}
-# transformers' shipped fallback for Qwen 3.5 (XML tool calls, \s*-led delimiters).
-QWEN35 = {
-    "defaults": {"role": "assistant"},
-    "start_anchor": "<|im_start|>assistant\n",
-    "fields": {
-        "thinking": {"open": "<think>", "close": "</think>", "content": "text"},
-        "tool_calls": {
-            "open_pattern": r"\s*<tool_call>\s*<function=(?P<name>[^>\n]+)>",
-            "close_pattern": r"</function>\s*</tool_call>",
-            "repeats": True,
-            "content": "xml-inline",
-            "content_args": {"tag_pattern": r"<parameter=(?P<key>[^>\n]+)>\s*(?P<value>.*?)\s*</parameter>"},
-            "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
-        },
-        "content": {"close_pattern": r"\s*(?:<\|im_end\|>|<\|endoftext\|>)", "content": "text"},
-    },
-}
-TEMPLATES = {"qwen3-literal": QWEN3, "gpt-oss-regex": HARMONY, "qwen3.5-xml": QWEN35}
-WORDS = "the model considers every option carefully before it answers and then it writes a reply".split()
-
-
-def _words(rng: random.Random, n: int) -> str:
-    out: list[str] = []
-    size = 0
-    while size < n:
-        word = rng.choice(WORDS) + ("\n" if rng.random() < 0.05 else " ")
-        out.append(word)
-        size += len(word)
-    return "".join(out)
-
-
-def _call(kind: str, i: int) -> str:
-    if kind == "qwen3-literal":
-        return f'<tool_call>{{"name": "search", "arguments": {{"query": "item {i}", "limit": {i}}}}}</tool_call>'
-    if kind == "gpt-oss-regex":
-        return (f"<|channel|>commentary to=functions.search <|constrain|>json<|message|>"
-                f'{{"query": "item {i}", "limit": {i}}}<|call|>')
-    return (f"\n<tool_call>\n<function=search>\n<parameter=query>\nitem {i}\n</parameter>\n"
-            f"<parameter=limit>\n{i}\n</parameter>\n</function>\n</tool_call>")
-
-
-def _markers(kind: str) -> tuple[str, str, str]:
-    """The reasoning open, the reasoning close that starts the content, and the end of the turn."""
-    if kind == "gpt-oss-regex":
-        return "<|channel|>analysis<|message|>", "<|end|><|channel|>final<|message|>", "<|return|>"
-    return "<think>", "</think>\n\n", "<|im_end|>"
-
-
-def make_output(kind: str, size: int, *, seed: int = 0, every: int = 4000, reasoning: int | None = None) -> str:
-    """Half reasoning (or ``reasoning`` characters), then content with a tool call about every ``every``
-    characters, and the end marker."""
-    rng = random.Random(seed)
-    reasoning = size // 2 if reasoning is None else reasoning
-    head, mid, tail = _markers(kind)
-    parts = [head, _words(rng, reasoning), mid]
-    written, i = reasoning, 0
-    while written < size:
-        chunk = _words(rng, every)
-        if kind == "gpt-oss-regex":  # the final message ends, the call follows, a new final message starts
-            parts += [chunk, "<|end|>", _call(kind, i), "<|channel|>final<|message|>"]
-        else:
-            parts += [chunk, _call(kind, i)]
-        written += len(chunk) + 80
-        i += 1
-    parts.append(tail)
-    return "".join(parts)
-
-
-def make_truncated(size: int, *, seed: int = 0) -> str:
-    """Reasoning and content with no tool call and no end marker (cut by the token limit)."""
-    rng = random.Random(seed)
-    return "<think>" + _words(rng, size // 2) + "</think>\n\n" + _words(rng, size // 2)
 
 
 def _times(fn: Callable[[], Any], repeat: int) -> tuple[list[float], Any]:
@@ -208,12 +121,6 @@ def streaming(ref: Any, counts: list[int], repeat: int) -> list[dict[str, Any]]:
     return rows
 
 
-# Built-in templates (what users load by name), each on output in its own format. The built-ins use
-# chatparse's real-output extensions, which transformers does not read: the reference runs the bench
-# template of the same format, and the row checks that both found the same tool calls.
-BUILTINS = {"qwen3": "qwen3-literal", "qwen3.5": "qwen3.5-xml", "gpt_oss": "gpt-oss-regex"}
-
-
 PEER_BUILTIN = "qwen3"  # JSON tool calls: the peer of the other built-ins' one-shot rows
 
 
@@ -295,65 +202,7 @@ def truncated(ref: Any, sizes: list[int], ref_limit: int) -> list[dict[str, Any]
     return rows
 
 
-# A cut output: the text before the cut point (reasoning open, content start, or inside a tool call's
-# string argument), then words up to the size, no end marker (the token limit stopped generation).
-CUTS = ("reasoning", "content", "call")
 TRUNCATED_TARGET_MS_PER_100KB = 5.0
-CORPUS = Path(__file__).resolve().parents[2] / "tests" / "templates" / "corpus"
-
-
-def bench_cuts(kind: str) -> dict[str, tuple[str, str]]:
-    """``{cut: (prefix, text before the cut)}`` for the bench output of ``kind``."""
-    head, mid, _ = _markers(kind)
-    text = make_output(kind, 6_000, every=2_000, reasoning=1_000)
-    content = text.index(mid) + len(mid)
-    return {"reasoning": ("", head), "content": ("", text[:content]), "call": ("", text[: text.index("item 0")])}
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-
-
-def _cut_texts(expected: dict[str, Any]) -> dict[str, str]:
-    """Per cut, a text of the expected message the output writes as is: the reasoning, the content, and
-    a plain string argument (letters and digits: written the same inside any call syntax)."""
-    found: dict[str, str] = {}
-    for cut, value in (("reasoning", expected.get("thinking")), ("content", expected.get("content"))):
-        if isinstance(value, str) and len(value) >= 4:
-            found[cut] = value
-    for call in expected.get("tool_calls") or []:
-        arguments = call.get("function", {}).get("arguments") if isinstance(call, dict) else None
-        for value in _strings(arguments):
-            if len(value) >= 3 and value.isalnum():
-                found.setdefault("call", value)
-    return found
-
-
-def corpus_cuts(template: str, corpus: Path = CORPUS) -> dict[str, tuple[str, str]]:
-    """``{cut: (prefix, text before the cut)}`` for a built-in family, from its corpus: per cut, the
-    first case (by file name) whose output writes that text exactly once, and whose output up to it
-    parses."""
-    cuts: dict[str, tuple[str, str]] = {}
-    for path in sorted((corpus / template.replace(".", "_")).glob("*.json")):
-        case = json.loads(path.read_text(encoding="utf-8"))
-        output = case["output"]
-        for cut, value in _cut_texts(case["expected"]).items():
-            if cut in cuts or output.count(value) != 1:
-                continue
-            head = output[: output.index(value)]
-            try:
-                parse_response(head + "some words", template, prefix=case["prefix"])
-            except ChatparseError:
-                continue
-            cuts[cut] = (case["prefix"], head)
-    return cuts
 
 
 def _size_label(size: int) -> str:
@@ -438,8 +287,9 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 
 
 def run(*, quick: bool = False, full: bool = False, with_reference: bool = True,
-        truncated_all: Path | None = None) -> list[dict[str, Any]]:
-    """The benchmark rows; ``truncated_all``: a corpus directory, to cut every built-in family's output."""
+        extra: Callable[[list[int]], list[dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
+    """The benchmark rows; ``extra(cut_sizes)``: more truncated rows, before the memory ones
+    (``benchmarks/bench_engine.py --truncated-all`` cuts every built-in family's corpus output)."""
     ref = _reference() if with_reference else None
     sizes = [10_000, 100_000] if quick else [10_000, 100_000, 1_000_000]
     counts = [1000, 4000] if quick else [1000, 4000, 16000, 64000]
@@ -452,38 +302,39 @@ def run(*, quick: bool = False, full: bool = False, with_reference: bool = True,
     rows += truncated_cuts({name: bench_cuts(kind) for name, kind in BUILTINS.items()}, cut_sizes, repeat=3,
                            ref=ref, references={name: TEMPLATES[kind] for name, kind in BUILTINS.items()},
                            ref_limit=1_000_000 if full else 100_000)
-    if truncated_all is not None:
-        rows += truncated_cuts({name: corpus_cuts(name, truncated_all) for name in list_templates()}, cut_sizes,
-                               repeat=3)
+    if extra is not None:
+        rows += extra(cut_sizes)
     rows += memory(sizes)
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
+    """``chatparse bench``: print the rows (and write them as JSON with ``--json``); 1 if a row's message
+    differs from the reference's or a cut output lost text."""
     parser = argparse.ArgumentParser(description=__doc__)
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    return report(run_from(args), args.json)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
     parser.add_argument("--full", action="store_true", help="also time the reference on the 1 MB truncated case (~1 min)")
     parser.add_argument("--no-reference", action="store_true", help="chatparse alone")
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
-    parser.add_argument("--truncated-all", action="store_true",
-                        help="also cut every built-in family's output (in reasoning, in content, inside a tool "
-                             "call), from the template corpora of a source checkout (~1 min)")
-    parser.add_argument("--corpus", metavar="DIR", type=Path, default=CORPUS,
-                        help="the template corpora for --truncated-all (default: tests/templates/corpus)")
-    args = parser.parse_args(argv)
-    if args.truncated_all and not args.corpus.is_dir():
-        parser.error(f"--truncated-all reads the template corpora; {args.corpus} is not a directory "
-                     "(run from a source checkout or pass --corpus DIR)")
-    rows = run(quick=args.quick, full=args.full, with_reference=not args.no_reference,
-               truncated_all=args.corpus if args.truncated_all else None)
+
+
+def run_from(args: argparse.Namespace, extra: Callable[[list[int]], list[dict[str, Any]]] | None = None,
+             ) -> list[dict[str, Any]]:
+    return run(quick=args.quick, full=args.full, with_reference=not args.no_reference, extra=extra)
+
+
+def report(rows: list[dict[str, Any]], json_path: str | None) -> int:
     print_table(rows)
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
+    if json_path:
+        with open(json_path, "w", encoding="utf-8") as f:
             json.dump(rows, f, indent=1)
     return 0 if all(r.get("identical", True) and r.get("kept", True) for r in rows) else 1
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,5 +1,6 @@
 """The shape of the package (docs/architecture.md): no import cycle between chatparse's modules, counting
-imports at module level and inside functions (an import deferred into a function still closes a circle)."""
+imports at module level and inside functions (an import deferred into a function still closes a circle),
+and no source file past the size one reader can hold."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 PACKAGE = SRC / "chatparse"
+MAX_LINES = 800
 
 
 def _modules(src: Path) -> dict[str, Path]:
@@ -143,3 +145,10 @@ def test_the_checker_sees_cycles_at_any_depth(tmp_path: Path) -> None:
     # A submodule importing names from its own package closes a circle with the package's imports.
     (root / "low" / "leaf.py").write_text("from chatparse.low import OTHER\nVALUE = 1\n")
     assert find_cycle(import_graph(modules)) == ["chatparse.low", "chatparse.low.leaf", "chatparse.low"]
+
+
+def test_no_source_file_over_the_line_limit() -> None:
+    sizes = {path: len(path.read_text(encoding="utf-8").splitlines()) for path in sorted(PACKAGE.rglob("*.py"))}
+    over = [f"{path.relative_to(SRC)} ({lines})" for path, lines in sizes.items() if lines > MAX_LINES]
+    assert not over, (f"expected at most {MAX_LINES} lines per source file, found {', '.join(over)}. Split each "
+                      "along its responsibilities into modules named for them (docs/architecture.md).")

@@ -60,7 +60,9 @@ EXCLUDED: dict[str, dict[str, str]] = {
                     "parallel_semicolon_and_newline": SEVERAL, "recover_bad_call_beside_good": SEVERAL,
                     "rendered_prompt_cut_inside_value": SEVERAL, "builtin_brave_search_call": SPELLING,
                     "builtin_call_cut_by_the_end": SPELLING, "builtin_wolfram_alpha_call": SPELLING,
-                    "python_tag_parameters_before_name": SPELLING},
+                    "python_tag_parameters_before_name": SPELLING, "builtin_code_interpreter_call": SPELLING,
+                    "raw_code_after_python_tag": SPELLING, "raw_code_cut_by_token_limit": SPELLING,
+                    "text_then_raw_code_with_marker_in_string": SPELLING},
     "mistral": {"degraded_without_args_token": SPELLING, "magistral_plain_think": SPELLING},
     "glm": {"implicit_reasoning_end_at_call": IMPLICIT} | {name: "missing close" for name in (
         "missing_last_value_close_is_recovered", "missing_last_value_close_then_observation",

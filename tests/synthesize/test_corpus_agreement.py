@@ -50,7 +50,8 @@ EXCLUDED: dict[str, dict[str, str]] = {
     "gpt_oss": {name: SPELLING for name in (
         "analysis_then_call", "bare_function_recipient_is_a_call", "builtin_browser_search_on_commentary_is_a_call",
         "builtin_container_exec_role_part_is_a_call", "analysis_mentions_call_and_final_markers",
-        "analysis_without_end_before_final", "final_with_constrain_json", "stray_commentary_to_assistant_header", "builtin_python_on_analysis_is_reasoning",
+        "analysis_without_end_before_final", "final_with_constrain_json", "stray_commentary_to_assistant_header", "builtin_python_raw_code_is_a_call",
+        "rendered_python_tool_call", "rendered_python_tool_call_cut_by_token_limit",
         "call_cut_inside_value", "call_marker_inside_json_string", "call_on_analysis_channel", "call_truncated_keep",
         "preamble_then_role_part_call", "recover_bad_call_keeps_reasoning", "stop_inside_call_header",
         "stray_to_assistant_is_not_a_call")} | {"two_call_messages_in_one_output": SEVERAL},

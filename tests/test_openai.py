@@ -95,13 +95,14 @@ def accumulate(chunks: list[dict[str, Any]]) -> dict[str, Any]:
 @pytest.mark.parametrize(("family", "path"), CASES, ids=[f"{f}/{p.stem}" for f, p in CASES])
 def test_stream_deltas_equal_final_message(family: str, path: Path, how: str) -> None:
     case = load(path)
-    stream, chunks = stream_case(family, case, how, seed=hash(path.name) & 0xFFFF)
+    finish = case.get("options", {}).get("finish_reason")
+    stream, chunks = stream_case(family, case, how, seed=hash(path.name) & 0xFFFF, reason=finish or "stop")
     assert stream.mismatches == []
     message = stream.message
     assert message is not None
     on_malformed = case.get("options", {}).get("on_malformed", "raise")
     assert message == parse_response(case["output"], FAMILIES[family], prefix=case["prefix"],
-                                     tools=case.get("tools"), on_malformed=on_malformed)
+                                     tools=case.get("tools"), on_malformed=on_malformed, finish_reason=finish)
     wire = to_chat_message(message, id_factory=ids)
     got = accumulate(chunks)
     assert got["content"] == (wire["content"] or "")

@@ -117,7 +117,8 @@ def test_stream_deltas_equal_final_message(family: str, path: Path, how: str) ->
         # the calls whose arguments do parse are the final ones, and buffer_calls gives them exactly.
         whole = [c for c in got["calls"] if _parses(c["arguments"])]
         assert [(c["name"], c["arguments"]) for c in whole] == [(c["name"], c["arguments"]) for c in expect]
-        _, held = stream_case(family, case, how, seed=hash(path.name) & 0xFFFF, buffer_calls=True)
+        _, held = stream_case(family, case, how, seed=hash(path.name) & 0xFFFF, buffer_calls=True,
+                              reason=finish or "stop")
         assert accumulate(held)["calls"] == expect
     # chunk shape
     assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
@@ -129,7 +130,7 @@ def test_stream_deltas_equal_final_message(family: str, path: Path, how: str) ->
         ChatCompletionChunk.model_validate(chunk)
     reasons = [c["choices"][0]["finish_reason"] for c in chunks]
     assert reasons[:-1] == [None] * (len(chunks) - 1)
-    assert reasons[-1] == ("tool_calls" if final_calls else "stop")
+    assert reasons[-1] == ("length" if finish == "length" else "tool_calls" if final_calls else "stop")
     assert chunks[-1]["choices"][0]["delta"] == {}
 
 

@@ -95,13 +95,14 @@ def accumulate(chunks: list[dict[str, Any]]) -> dict[str, Any]:
 @pytest.mark.parametrize(("family", "path"), CASES, ids=[f"{f}/{p.stem}" for f, p in CASES])
 def test_stream_deltas_equal_final_message(family: str, path: Path, how: str) -> None:
     case = load(path)
-    stream, chunks = stream_case(family, case, how, seed=hash(path.name) & 0xFFFF)
+    finish = case.get("options", {}).get("finish_reason")
+    stream, chunks = stream_case(family, case, how, seed=hash(path.name) & 0xFFFF, reason=finish or "stop")
     assert stream.mismatches == []
     message = stream.message
     assert message is not None
     on_malformed = case.get("options", {}).get("on_malformed", "raise")
     assert message == parse_response(case["output"], FAMILIES[family], prefix=case["prefix"],
-                                     tools=case.get("tools"), on_malformed=on_malformed)
+                                     tools=case.get("tools"), on_malformed=on_malformed, finish_reason=finish)
     wire = to_chat_message(message, id_factory=ids)
     got = accumulate(chunks)
     assert got["content"] == (wire["content"] or "")
@@ -116,7 +117,8 @@ def test_stream_deltas_equal_final_message(family: str, path: Path, how: str) ->
         # the calls whose arguments do parse are the final ones, and buffer_calls gives them exactly.
         whole = [c for c in got["calls"] if _parses(c["arguments"])]
         assert [(c["name"], c["arguments"]) for c in whole] == [(c["name"], c["arguments"]) for c in expect]
-        _, held = stream_case(family, case, how, seed=hash(path.name) & 0xFFFF, buffer_calls=True)
+        _, held = stream_case(family, case, how, seed=hash(path.name) & 0xFFFF, buffer_calls=True,
+                              reason=finish or "stop")
         assert accumulate(held)["calls"] == expect
     # chunk shape
     assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
@@ -128,7 +130,7 @@ def test_stream_deltas_equal_final_message(family: str, path: Path, how: str) ->
         ChatCompletionChunk.model_validate(chunk)
     reasons = [c["choices"][0]["finish_reason"] for c in chunks]
     assert reasons[:-1] == [None] * (len(chunks) - 1)
-    assert reasons[-1] == ("tool_calls" if final_calls else "stop")
+    assert reasons[-1] == ("length" if finish == "length" else "tool_calls" if final_calls else "stop")
     assert chunks[-1]["choices"][0]["delta"] == {}
 
 

@@ -50,7 +50,8 @@ EXCLUDED: dict[str, dict[str, str]] = {
     "gpt_oss": {name: SPELLING for name in (
         "analysis_then_call", "bare_function_recipient_is_a_call", "builtin_browser_search_on_commentary_is_a_call",
         "builtin_container_exec_role_part_is_a_call", "analysis_mentions_call_and_final_markers",
-        "analysis_without_end_before_final", "final_with_constrain_json", "stray_commentary_to_assistant_header", "builtin_python_on_analysis_is_reasoning",
+        "analysis_without_end_before_final", "final_with_constrain_json", "stray_commentary_to_assistant_header", "builtin_python_raw_code_is_a_call",
+        "rendered_python_tool_call", "rendered_python_tool_call_cut_by_token_limit",
         "call_cut_inside_value", "call_marker_inside_json_string", "call_on_analysis_channel", "call_truncated_keep",
         "preamble_then_role_part_call", "recover_bad_call_keeps_reasoning", "stop_inside_call_header",
         "stray_to_assistant_is_not_a_call")} | {"two_call_messages_in_one_output": SEVERAL},
@@ -60,7 +61,9 @@ EXCLUDED: dict[str, dict[str, str]] = {
                     "parallel_semicolon_and_newline": SEVERAL, "recover_bad_call_beside_good": SEVERAL,
                     "rendered_prompt_cut_inside_value": SEVERAL, "builtin_brave_search_call": SPELLING,
                     "builtin_call_cut_by_the_end": SPELLING, "builtin_wolfram_alpha_call": SPELLING,
-                    "python_tag_parameters_before_name": SPELLING},
+                    "python_tag_parameters_before_name": SPELLING, "builtin_code_interpreter_call": SPELLING,
+                    "raw_code_after_python_tag": SPELLING, "raw_code_cut_by_token_limit": SPELLING,
+                    "text_then_raw_code_with_marker_in_string": SPELLING},
     "mistral": {"degraded_without_args_token": SPELLING, "magistral_plain_think": SPELLING},
     "glm": {"implicit_reasoning_end_at_call": IMPLICIT} | {name: "missing close" for name in (
         "missing_last_value_close_is_recovered", "missing_last_value_close_then_observation",

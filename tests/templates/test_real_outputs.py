@@ -109,7 +109,7 @@ def test_a_next_turn_header_without_the_end_marker_ends_the_turn(family: str, pa
 def _tools_requiring_what_was_written(case: dict[str, Any], calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The case's tools (or bare ones), each requiring the parameters its full call wrote, so a call cut
     between two parameters is known to be incomplete."""
-    declared = {t["function"]["name"]: t["function"] for t in case.get("tools") or []}
+    declared = {t["function"]["name"]: t["function"] for t in case.get("tools") or [] if "function" in t}
     written: dict[str, set[str]] = {}
     for call in calls:
         fn = call["function"]

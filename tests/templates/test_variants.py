@@ -261,3 +261,38 @@ def test_cohere_citations_are_kept_out_of_the_text() -> None:
         {"sources": [{"tool_call": 0, "results": [0]}, {"tool_call": 1, "results": [0, 2]}]},
     ]
     assert message["thinking"] == "Cite the <co> results."
+
+
+# --- Raw code to the code interpreter: Llama 3.1 <|python_tag|>, Functionary v3.2 '>>>python' ------------------
+
+
+@pytest.mark.parametrize(("family", "stem", "name"), [
+    ("llama3_json", "raw_code_after_python_tag", "code_interpreter"),
+    ("llama3_json", "text_then_raw_code_with_marker_in_string", "code_interpreter"),
+    ("functionary_v3_2", "raw_python_call", "python"),
+    ("functionary_v3_2", "raw_python_quotes_markers", "python"),
+])
+def test_raw_code_is_a_code_call(family: str, stem: str, name: str) -> None:
+    case = load_case(CORPUS / family / f"{stem}.json")
+    ((called, arguments),) = calls(parsed(family, stem))
+    assert called == name and set(arguments) == {"code"}
+    assert arguments["code"] in case["output"] and not arguments["code"].endswith(("|>", ">>>"))
+
+
+def test_functionary_raw_code_ends_at_the_next_part() -> None:
+    message = parsed("functionary_v3_2", "all_then_raw_python_then_call")
+    (python, code), (name, arguments) = calls(message)
+    assert python == "python" and code["code"].endswith("round twice") and ">>>" not in code["code"]
+    assert (name, arguments) == ("write_file", {"path": "root.txt", "content": "1.41421"})
+    assert calls(parsed("functionary_v3_2", "python_with_json_arguments")) == [("python", {"code": "print(2 ** 0.5)"})]
+
+
+@pytest.mark.parametrize(("family", "stem"), [("llama3_json", "raw_code_cut_by_token_limit"),
+                                              ("functionary_v3_2", "raw_python_cut_by_token_limit")])
+def test_raw_code_cut_by_the_token_limit_is_truncated(family: str, stem: str) -> None:
+    case = load_case(CORPUS / family / f"{stem}.json")
+    assert case["options"] == {"finish_reason": "length"}
+    message = chatparse.parse_response(case["output"], get_template(family), prefix=case["prefix"],
+                                       tools=case.get("tools"), finish_reason="length")
+    assert "tool_calls" not in message and malformed_codes(message) == ["truncated"]
+    assert message["malformed"][0]["raw"].endswith(case["output"][-20:])

@@ -5,6 +5,8 @@
 the head names the call, so an argument called ``name`` is never taken for the call's name.
 ``json-calls-or-code``: Llama 3.1's built-in tool calls (``brave_search.call(query="x")``) and raw code after
 ``<|python_tag|>``.
+``json-or-code``: the arguments of one call whose name the opener read: a JSON object, or raw code (the
+code interpreter's convention: Functionary v3.2's ``>>>python``, harmony's ``to=python``) as ``{"code": ...}``.
 """
 
 from __future__ import annotations
@@ -145,9 +147,55 @@ def _check_code(args: Args) -> None:
 
 _PYTHON_CALL: dict[str, Any] = {"brackets": "forbidden", "json_literals": False}
 
+
+# --- json-or-code ------------------------------------------------------------------------------------------
+
+_JSON_OR_CODE_ARGS: dict[str, type | tuple[type, ...]] = {"code_prefix": str, "raw_control_chars": bool}
+
+
+def _code(text: str, args: Args) -> str | None:
+    """The code of a raw-code body (the text after ``code_prefix``, its blank ends stripped), or None."""
+    pattern = check_regex("json-or-code", args, "code_prefix")
+    m = timed(pattern.match, text)
+    if m is None:
+        return None
+    code = text[m.end() :].strip()
+    if not code:
+        raise ValueError(f"json-or-code: no code after the head of a code call: {excerpt(text)}")
+    return code
+
+
+def parse_json_or_code(text: str, args: Args) -> Any:
+    """The arguments of a call: raw code as ``{"code": <the code>}`` where the body starts with what
+    ``content_args.code_prefix`` matches, otherwise one JSON value (the ``json`` reader; a JSON body that is
+    no object is left to the caller, as with ``json``).
+
+    ``content_args``: ``code_prefix`` (required): regex matched at the start of the body; where it matches,
+    the rest is code (Functionary v3.2: ``(?!\\s*\\{)``, any body that does not start with a brace;
+    harmony: the ``<|message|>`` its code opener leaves in the body). ``raw_control_chars``: as for ``json``.
+    Empty code (nothing but blanks) raises, so a call cut right after its head is reported, never a call
+    with empty code.
+    """
+    code = _code(text, args)
+    if code is not None:
+        return {"code": code}
+    try:
+        return json.loads(text, strict=not args.get("raw_control_chars", False))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"json-or-code: the arguments are not JSON ({error.msg} at offset {error.pos}): "
+                         f"{excerpt(text)}") from None
+
+
+def _check_json_or_code(args: Args) -> None:
+    check_allowed("json-or-code", args, _JSON_OR_CODE_ARGS)
+    if "code_prefix" not in args:
+        raise ValueError("json-or-code: content_args.code_prefix is required (the regex that starts a code body)")
+    check_regex("json-or-code", args, "code_prefix")
+
 EXTENSIONS = {
     "json-calls-or-function": (parse_json_calls_or_function, _check, recover_json_calls_or_function),
     "json-calls-or-code": (parse_json_calls_or_code, _check_code, recover_json_calls_or_code),
+    "json-or-code": (parse_json_or_code, _check_json_or_code, None),
 }
 
 

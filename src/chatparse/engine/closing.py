@@ -109,11 +109,19 @@ class _Closing(_HoldBack):
     """A region's value, stored; the implicit region after it; lone closes and dropped markers."""
 
     def _close_region(self, events: list[Event], name: str, field: CompiledField, body: str, cut: bool,
-                      close_text: str, limit: bool = False) -> None:
+                      close_text: str, limit: bool = False, ended: bool = False) -> None:
         if cut and not limit:
             closed = self._closed_at_end(field, body)
             if closed is not None:
                 body, close_text, cut = closed[0], closed[1], False
+        if cut and not ended and not self._stopped and field.ext.needs_end and field.ext.truncation \
+                and "code" in self._captures:
+            # Raw code has no syntax of its own that ends it: a text that stops inside it may have been cut.
+            raw = self._open_text + body
+            self._report(events, name, "truncated",
+                         raw, f"the text ends inside a '{name}' region of raw code whose end was never written "
+                              f"({excerpt(raw)}); pass finish_reason='stop' when the engine stripped the end marker")
+            return
         if cut and field.ext.truncation and not self._complete(field, body, limit):
             raw = self._open_text + body
             cause = "the token limit cut the text" if limit else "the text ends"

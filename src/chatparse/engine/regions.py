@@ -67,7 +67,7 @@ class _Regions(_Closing):
                     continue
                 if kind in (_END, _NEXT):
                     if not self._in_prefix:  # an end marker in the prompt's tail is the prompt's
-                        self._close_current(events, cut=True)
+                        self._close_current(events, cut=True, ended=True)
                         self._ended = True
                         if kind == _NEXT:
                             self._pos = hit.start  # the next turn's header starts the trailing text
@@ -164,7 +164,7 @@ class _Regions(_Closing):
             self._close_current(events, close_text=marker)
             rest = rest[len(marker) :]
         else:  # the end of the turn (a next turn's header starts the trailing text)
-            self._close_current(events, cut=True)
+            self._close_current(events, cut=True, ended=True)
             self._ended = True
             if kind == _END:
                 rest = rest[len(marker) :]
@@ -276,9 +276,10 @@ class _Regions(_Closing):
         events.append({"type": "region_open", "field": field.name})
 
     def _close_current(self, events: list[Event], *, cut: bool = False, close_text: str = "",
-                       limit: bool = False) -> None:
+                       limit: bool = False, ended: bool = False) -> None:
         """Close the open region. ``cut``: the text (or the turn) ended instead of the region's close;
-        ``limit``: the text ended there because the token limit cut it."""
+        ``limit``: the text ended there because the token limit cut it; ``ended``: an end-of-turn marker (or
+        a next turn's header) was written there."""
         if self._lone is not None:
             self._settle(events)
         name = self._current
@@ -296,13 +297,13 @@ class _Regions(_Closing):
         field = self._template.fields[name]
         body = "".join(self._body)
         if not field.content_args:  # no regex the template gave the parser: nothing to budget
-            self._close_region(events, name, field, body, cut, close_text, limit)
+            self._close_region(events, name, field, body, cut, close_text, limit, ended)
             return
         # The content parser's regexes from content_args run under a budget of their own.
         limits = self._limits
         try:
             with regex_deadline(limits.feed_budget * _CONTENT_FEEDS + len(body) * limits.per_char):
-                self._close_region(events, name, field, body, cut, close_text, limit)
+                self._close_region(events, name, field, body, cut, close_text, limit, ended)
         except RegexBudgetError as exc:
             if exc.field is None:
                 exc.field = name

@@ -46,8 +46,10 @@ def _call_shape(fld: CompiledField) -> _Shape:
     if not isinstance(fn, Mapping):
         return _Shape()
     name, args = fn.get("name"), fn.get("arguments")
-    body = {"json": "json", "xml-inline": "xml", "xml-params": "xml"}.get(fld.content, "")
-    if body == "json" and set(fld.content_args) - {"raw_control_chars"}:
+    # json-or-code: a JSON body streams early; a raw-code body (it starts with its code prefix, never '{')
+    # is not JSON and waits for its close.
+    body = {"json": "json", "json-or-code": "json", "xml-inline": "xml", "xml-params": "xml"}.get(fld.content, "")
+    if body == "json" and set(fld.content_args) - {"raw_control_chars", "code_prefix"}:
         body = ""  # dialect knobs (unquoted keys, lifted strings): the scanner reads JSON only
     if body == "xml" and _xml_args_unusual(fld):
         body = ""

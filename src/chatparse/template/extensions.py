@@ -37,6 +37,10 @@ Field level:
 - ``known_tools``: an opener match that captures ``name`` opens the region only when the request's tools
   name that tool (and tools were given); otherwise its text is text. Matches without ``name`` always open.
   For lax spellings a model may also write in prose (a bare JSON object, a code fence).
+- ``needs_end``: a region whose opener captured the (empty) group ``code`` (raw code: no syntax of its own
+  says where it ends) is a value only when its end was written (the region's close, an end-of-turn marker,
+  a next-turn header) or the finish reason says the model stopped; a text that simply ends inside it is
+  ``truncated``.
 - ``write``: how a model writes this field, for grammars (``chatparse.tool_grammar``): a dict such as
   ``{"open": "<think>", "close": "</think>"}`` or, for tool calls, ``{"call": "<tool_call>\\n{body}\\n</tool_call>",
   "body": "json-call"}``. Optional where the field's delimiters are literals. Other keys: ``separator``,
@@ -60,7 +64,7 @@ EXTENSION_KEY = "chatparse"
 TEMPLATE_EXT_KEYS = ("end", "next_turn", "discard_after_end", "drop")
 FIELD_EXT_KEYS = ("structure", "guard", "ends_with_value", "truncation", "extend", "strip_joined",
                   "python_literals", "span_fallback", "lone_close",
-                  "known_tools", "write")
+                  "known_tools", "needs_end", "write")
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,7 @@ class FieldExt:
     span_fallback: bool = False
     lone_close: tuple[str, ...] = ()
     known_tools: bool = False
+    needs_end: bool = False
     write: Mapping[str, Any] | None = dc_field(default=None, compare=False)
 
 
@@ -215,6 +220,7 @@ def field_ext(name: str, spec: Mapping[str, Any], *, repeats: bool, join: str | 
                     truncation=_flag(raw, "truncation", scope, name), extend=extend, strip_joined=strip_joined,
                     python_literals=_flag(raw, "python_literals", scope, name), span_fallback=span_fallback,
                     lone_close=lone_close, known_tools=_flag(raw, "known_tools", scope, name),
+                    needs_end=_flag(raw, "needs_end", scope, name),
                     write=_write(raw["write"], scope, name) if "write" in raw else None)
 
 

@@ -63,6 +63,11 @@ def _field_to_v1(name: str, field_name: str, spec: dict[str, Any], losses: list[
             "chatparse (chatparse.integrations.transformers.parse_response).", field=field_name,
             key=f"{EXTENSION_KEY}.ends_with_value")
     parser = spec.get("content", "text")
+    if parser == "json-or-code":  # its JSON bodies are v1's json; the raw-code bodies are what v1 loses
+        spec["content"] = parser = "json"
+        spec.get("content_args", {}).pop("code_prefix", None)
+        losses.append(f"{where}: raw code to the code interpreter (a body that is not JSON: harmony's to=python, "
+                      "Functionary's >>>python) fails the parse; the built-in reads it as the call with {'code': ...}")
     if parser == "json" and spec.get("content_args", {}).pop("raw_control_chars", False):
         losses.append(f"{where}: a raw control character (a literal newline or tab) inside a JSON string fails the "
                       "parse (transformers' json.loads is strict); the built-in keeps it as written")

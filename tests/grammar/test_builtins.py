@@ -46,7 +46,7 @@ STRESS_TOOLS: list[dict[str, Any]] = [
 
 
 def _rendered(family: str) -> dict[str, Any] | None:
-    path = RENDERED / f"{family}.json"
+    path = RENDERED / f"{family.replace('.', '_')}.json"
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
 
@@ -116,8 +116,8 @@ def test_random_walks_parse_back(family: str) -> None:
     assert finished >= 12, f"only {finished} of 24 walks finished"
 
 
-def _turns(family: str) -> list[tuple[str, str, bool]]:
-    """(prompt, generated turn, has calls) for each assistant turn the real chat template renders."""
+def _turns(family: str) -> list[tuple[str, str]]:
+    """(prompt, generated turn) for each assistant turn the real chat template renders."""
     data = _rendered(family)
     if data is None:
         return []
@@ -132,8 +132,7 @@ def _turns(family: str) -> list[tuple[str, str, bool]]:
             at, marker = min(found)
             text = text[: at + len(marker)]
         prompt = data["renderings"][rendering["prompt_rendering"]]["text"]
-        has_calls = bool(rendering["messages"][-1].get("tool_calls"))
-        turns.append((prompt, text, has_calls))
+        turns.append((prompt, text))
     return turns
 
 
@@ -141,11 +140,12 @@ def _turns(family: str) -> list[tuple[str, str, bool]]:
 def test_the_grammar_admits_what_the_chat_template_renders(family: str) -> None:
     template = get_template(family)
     tools = _rendered(family)["tools_schema"]  # type: ignore[index]
-    for prompt, text, has_calls in _turns(family):
+    for prompt, text in _turns(family):
         ok, why = accepts(tool_grammar(template, tools, prefix=prompt).lark, text)
         assert ok, f"auto grammar rejects {text!r}: {why}"
         message = chatparse.parse_response(text, template, prefix=prompt, tools=tools)
-        if has_calls and not message.get("content"):
+        # Calls as the parser reads them: some chat templates render none of an assistant turn's calls.
+        if message.get("tool_calls") and not message.get("content"):
             ok, why = accepts(tool_grammar(template, tools, tool_choice="required", prefix=prompt).lark, text)
             assert ok, f"required grammar rejects {text!r}: {why}"
 

@@ -39,6 +39,7 @@ from chatparse.template.compile import CompiledField, CompiledTemplate, Delimite
 CHOICES = ("auto", "required", "none")
 # Bodies written by modules of their own (each has ``write(builder, tool, begin, end) -> Node``).
 BODY_MODULES: dict[str, str] = {
+    "json-list": "chatparse.grammar.body_json_list",
 }
 BODIES = ("json-call", "json-arguments", "xml-parameters", *BODY_MODULES)
 # Whitespace a model writes between calls and around them when no separator is spelled out.
@@ -299,7 +300,11 @@ class Builder:
     # -- the turn -------------------------------------------------------------------------------------
     def calls_node(self, tools: list[Any], *, least: int, most: int | None, skip: str = "") -> Node:
         """``least``..``most`` calls of ``tools`` (with the group around them, separators between), without
-        the first ``skip`` characters (a trigger already written)."""
+        the first ``skip`` characters (a trigger already written). A body module with ``calls(builder, tools,
+        least=, most=, skip=)`` writes the whole run itself (all calls of a region in one value)."""
+        module = importlib.import_module(BODY_MODULES[self.form.body]) if self.form.body in BODY_MODULES else None
+        if hasattr(module, "calls"):
+            return module.calls(self, tools, least=least, most=most, skip=skip)  # type: ignore[no-any-return]
         group = self.form.group
         one = self.grammar.add("call", alt(*(self.call(t) for t in tools)))
         first = one if group or not skip else self.grammar.add("call", alt(*(self.call(t, skip) for t in tools)))

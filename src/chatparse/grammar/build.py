@@ -28,6 +28,7 @@ from chatparse.grammar.ir import (
     Text,
     Until,
     alt,
+    any_of,
     lit,
     opt,
     rx_escape,
@@ -329,7 +330,7 @@ class Builder:
         if choice == "required" or name is not None:
             most = 1 if (name is not None or not parallel) else None
             return seq(opt(_BETWEEN), self.calls_node(tools, least=1, most=most), opt(_BETWEEN),
-                       opt(lit(end)) if end else EMPTY)
+                       opt(alt(*map(lit, self.ends))) if end else EMPTY)
         # auto: text, then calls started by their trigger (the lazy text holds it), then more text.
         form = self.form
         first = form.triggers[0]
@@ -343,7 +344,14 @@ class Builder:
         text = Text(_excludes(watched, ""), _partials(watched))
         if end is None:
             return text
-        return alt(Until(rx_escape(end), _excludes(watched, end)), text)
+        stop = any_of(rx_escape(e) for e in self.ends)
+        return alt(Until(stop, _excludes((w for w in watched if not any(w in e for e in self.ends)), "")), text)
+
+    @property
+    def ends(self) -> tuple[str, ...]:
+        """The markers that end the turn, each one the model may write (a turn after calls often ends with
+        another one than a turn of text: Llama's ``<|eom_id|>``)."""
+        return self.template.ext.end
 
     def reasoning(self, state: str) -> Node:
         thinking = self.plan.thinking

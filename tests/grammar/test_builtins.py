@@ -15,6 +15,8 @@ import pytest
 
 import chatparse
 from chatparse.grammar import GrammarError, tool_grammar
+from chatparse.grammar.build import plan, region_texts
+from chatparse.template.compile import load_template
 from chatparse.templates import get_template, list_templates
 from tests.grammar.walk import accepts, walk
 from tests.streamcheck import random_split, stream
@@ -99,7 +101,7 @@ def test_random_walks_parse_back(family: str) -> None:
     for choice, parallel in CHOICES:
         grammar = tool_grammar(template, STRESS_TOOLS, tool_choice=choice, parallel_tool_calls=parallel,
                                prefix=prefix)
-        literals = sorted(grammar.grammar.literals())
+        literals = sorted(grammar.grammar.literals() | _free_text_stops(template))
         for _ in range(4):
             text = walk(grammar.lark, rng, literals)
             if text is None:
@@ -114,6 +116,17 @@ def test_random_walks_parse_back(family: str) -> None:
             streamed, _ = stream(template, prefix, random_split(text, rng), tools=STRESS_TOOLS)
             assert streamed == message, where
     assert finished >= 12, f"only {finished} of 24 walks finished"
+
+
+def _free_text_stops(template: dict[str, Any]) -> set[str]:
+    """Markers that end free text (the reasoning's close, the turn's end): no literal of the grammar, but
+    walks should write them too."""
+    compiled = load_template(template)
+    stops = set(compiled.ext.end)
+    thinking = plan(compiled).thinking
+    if thinking is not None:
+        stops.update(region_texts(thinking))
+    return stops
 
 
 def _turns(family: str) -> list[tuple[str, str]]:

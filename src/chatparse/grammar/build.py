@@ -174,6 +174,8 @@ def plan(template: CompiledTemplate) -> Plan:
     reasoning_watched: list[str] = [*ext.end, *ext.next_turn]
     if thinking is not None:
         reasoning_watched.extend(watched_texts(thinking.close))
+        # A close given as a regex may also end the reasoning where an answer's marker starts (a lookahead).
+        reasoning_watched.extend(w for w in watched if w and thinking.close and thinking.close.pattern.match(w))
     return Plan(thinking=thinking, calls=calls, end=ext.end[0] if ext.end else None,
                 watched=tuple(dict.fromkeys(watched)), reasoning_watched=tuple(dict.fromkeys(reasoning_watched)))
 

@@ -209,7 +209,7 @@ class Builder:
         else:  # a body written by its own module: write(builder, tool, begin, end) -> the whole call
             module = importlib.import_module(BODY_MODULES[form.body])
             return module.write(self, tool, begin, end)  # type: ignore[no-any-return]
-        return seq(lit(begin), body, lit(end))
+        return seq(_spelled(begin), body, _spelled(end))
 
     def arguments(self, tool: Any) -> Node:
         return self.schemas.value(dict(tool.parameters), f"tools/{tool.name}/parameters")
@@ -378,6 +378,12 @@ def _diverging(text: str) -> str:
         blank = "\\s" if i == 0 else ""
         pattern = f"(?:[^{ch}{blank}]" + (f"|{rx_escape(text[i])}{pattern})" if pattern else ")")
     return pattern
+
+
+def _spelled(text: str) -> Node:
+    """A call form's text, each ``{index}`` in it a call counter (Kimi's ``functions.NAME:0``): digits."""
+    parts = text.split("{index}")
+    return seq(*(node for i, part in enumerate(parts) for node in ((Rx("[0-9]{1,3}"),) if i else ()) + (lit(part),)))
 
 
 def _raw_string(schema: Any) -> bool:

@@ -42,18 +42,20 @@ def write(builder: Builder, tool: Any, begin: str, end: str) -> Node:
 
 def calls(builder: Builder, tools: list[Any], *, least: int, most: int | None, skip: str) -> Node:
     """One region holding ``least``..``most`` calls of ``tools`` in its array, without the first ``skip``
-    characters of the region's opening (a trigger already written)."""
+    characters of the region's opening, its ``begin`` and the array's ``[`` (a trigger already written: a
+    bare array's trigger is ``[``)."""
     form = builder.form
     if form.group or "{name}" in form.begin + form.end:
         raise GrammarError("Body 'json-list' writes all calls of a region in one array: its 'call' form holds no "
                            f"'{{name}}' and it takes no 'group'; found call {form.begin + '{body}' + form.end!r}",
                            code="bad_write_form", field="tool_calls")
-    if not form.begin.startswith(skip):
-        raise GrammarError(f"A call starts with {form.begin!r}, not with its trigger {skip!r}; expected every call "
+    opening = form.begin + "["
+    if not opening.startswith(skip):
+        raise GrammarError(f"A call starts with {opening!r}, not with its trigger {skip!r}; expected every call "
                            "to start with the trigger text ('chatparse.write.trigger')", code="bad_write_form",
                            field="tool_calls")
     one = builder.grammar.add("item", alt(*(item(builder, t) for t in tools)))
     items: Node = one
     if most != 1:
         items = seq(one, Rep(seq(OWS, Lit(","), OWS, one), max(least - 1, 0), None if most is None else most - 1))
-    return seq(lit(form.begin[len(skip):]), Lit("["), OWS, items, OWS, Lit("]"), lit(form.end))
+    return seq(lit(opening[len(skip):]), OWS, items, OWS, Lit("]"), lit(form.end))

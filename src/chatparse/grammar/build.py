@@ -337,7 +337,7 @@ class Builder:
         form = self.form
         first = form.triggers[0]
         after = self.calls_node(tools, least=1, most=None if parallel else 1, skip=first)
-        start = Until(rx_escape(first), _excludes(watched, first))
+        start = Until(rx_escape(first), _excludes(watched, first) + _inside(watched, first))
         block = seq(start, after)
         return seq(Rep(block, 0, None if parallel else 1), ending)
 
@@ -392,6 +392,17 @@ def _raw_string(schema: Any) -> bool:
         return False
     kinds = schema.get("type")
     return kinds == "string" or (isinstance(kinds, list) and "string" in kinds)
+
+
+def _inside(watched: Iterable[str], stop: str) -> tuple[str, ...]:
+    """Markers the ``stop`` text holds may stand in free text up to ``stop`` only as part of it: each is
+    excluded when more text follows it than follows it in ``stop`` (``Action:`` inside ``\nAction:``)."""
+    found = []
+    for w in watched:
+        if w and w in stop:
+            after = len(stop) - stop.rindex(w) - len(w)
+            found.append(rx_escape(w) + f"(?s:.){{{after + 1}}}")
+    return tuple(found)
 
 
 def _excludes(watched: Iterable[str], stop: str) -> tuple[str, ...]:

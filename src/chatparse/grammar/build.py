@@ -331,8 +331,10 @@ class Builder:
         tools = [t for t in self.tools if name is None or t.name == name]
         if choice == "required" or name is not None:
             most = 1 if (name is not None or not parallel) else None
+            tail = opt(alt(*map(lit, self.ends))) if end else EMPTY
+            wrapped = self.wrapped_text(watched)
             return seq(opt(_BETWEEN), self.calls_node(tools, least=1, most=most), opt(_BETWEEN),
-                       opt(alt(*map(lit, self.ends))) if end else EMPTY)
+                       alt(tail, wrapped) if wrapped else tail)
         # auto: text, then calls started by their trigger (the lazy text holds it), then more text.
         form = self.form
         first = form.triggers[0]
@@ -344,10 +346,22 @@ class Builder:
     def ending(self, watched: tuple[str, ...]) -> Node:
         end = self.plan.end
         text = Text(_excludes(watched, ""), _partials(watched))
+        wrapped = self.wrapped_text(watched)
         if end is None:
-            return text
+            return alt(text, wrapped) if wrapped else text
         stop = any_of(rx_escape(e) for e in self.ends)
-        return alt(Until(stop, _excludes((w for w in watched if not any(w in e for e in self.ends)), "")), text)
+        return alt(Until(stop, _excludes((w for w in watched if not any(w in e for e in self.ends)), "")), text,
+                   *([wrapped] if wrapped else []))
+
+    def wrapped_text(self, watched: tuple[str, ...]) -> Node | None:
+        """The answer's text between the markers the content field's written form puts around it (Cohere's
+        ``<|START_RESPONSE|>...<|END_RESPONSE|>``, markers the parser drops), then the end of the turn."""
+        content = self.template.fields.get("content")
+        if content is None or not content.ext.write:
+            return None
+        opened, closed = region_texts(content)
+        body = Until(rx_escape(closed), _excludes(watched, closed) + _inside(watched, closed))
+        return seq(lit(opened), body, opt(_BETWEEN), opt(alt(*map(lit, self.ends))) if self.ends else EMPTY)
 
     @property
     def ends(self) -> tuple[str, ...]:

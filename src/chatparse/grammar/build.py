@@ -35,6 +35,7 @@ from chatparse.grammar.ir import (
     seq,
 )
 from chatparse.grammar.jsonschema import OWS, GrammarError, SchemaGrammar
+from chatparse.grammar.respell import respell
 from chatparse.template.compile import CompiledField, CompiledTemplate, Delimiter
 
 CHOICES = ("auto", "required", "none")
@@ -60,6 +61,7 @@ class CallForm:
     parameter: str
     values: Mapping[str, str]
     triggers: tuple[str, ...]
+    arguments: tuple[str, ...] = ("json",)  # how arguments are spelled (see grammar.respell)
 
 
 def _fail(message: str, code: str, **where: Any) -> GrammarError:
@@ -141,7 +143,7 @@ def call_form(field: CompiledField) -> CallForm:
     return CallForm(begin=begin, end=end, body=body, separator=form.get("separator", ""),
                     group=tuple(group) if group else None, keys=form.get("keys", {}),
                     parameter=form.get("parameter", ""), values=form.get("values", {}),
-                    triggers=tuple(triggers))
+                    triggers=tuple(triggers), arguments=tuple(form.get("arguments", ("json",))))
 
 
 def _partials(markers: Iterable[str]) -> tuple[str, ...]:
@@ -212,7 +214,10 @@ class Builder:
         return seq(_spelled(begin), body, _spelled(end))
 
     def arguments(self, tool: Any) -> Node:
-        return self.schemas.value(dict(tool.parameters), f"tools/{tool.name}/parameters")
+        value = self.schemas.value(dict(tool.parameters), f"tools/{tool.name}/parameters")
+        if self.form.arguments == ("json",):
+            return value
+        return alt(*(respell(self.grammar, value, s) for s in self.form.arguments))
 
     def json_call(self, tool: Any) -> Node:
         keys = self.form.keys

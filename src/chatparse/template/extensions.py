@@ -216,7 +216,8 @@ def field_ext(name: str, spec: Mapping[str, Any], *, repeats: bool, join: str | 
                     write=_write(raw["write"], scope, name) if "write" in raw else None)
 
 
-WRITE_KEYS = ("open", "close", "call", "body", "separator", "group", "keys", "parameter", "values", "trigger")
+WRITE_KEYS = ("open", "close", "call", "body", "separator", "group", "keys", "parameter", "values", "trigger",
+              "arguments")
 
 
 def _write(raw: Any, scope: str, field: str) -> Mapping[str, Any]:

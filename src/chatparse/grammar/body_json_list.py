@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from chatparse.grammar.build import Builder, GrammarError
+from chatparse.grammar.build import Builder
 from chatparse.grammar.ir import Lit, Node, Rep, Rx, alt, lit, opt, seq
-from chatparse.grammar.jsonschema import OWS
+from chatparse.grammar.jsonschema import OWS, GrammarError
 
 _ID = Rx(r'"[0-9]{1,4}"')
 

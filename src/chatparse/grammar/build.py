@@ -310,9 +310,10 @@ class Builder:
         """``least``..``most`` calls of ``tools`` (with the group around them, separators between), without
         the first ``skip`` characters (a trigger already written). A body module with ``calls(builder, tools,
         least=, most=, skip=)`` writes the whole run itself (all calls of a region in one value)."""
-        module = importlib.import_module(BODY_MODULES[self.form.body]) if self.form.body in BODY_MODULES else None
-        if hasattr(module, "calls"):
-            return module.calls(self, tools, least=least, most=most, skip=skip)  # type: ignore[no-any-return]
+        run_of_calls = getattr(importlib.import_module(BODY_MODULES[self.form.body]), "calls", None) \
+            if self.form.body in BODY_MODULES else None
+        if run_of_calls is not None:
+            return run_of_calls(self, tools, least=least, most=most, skip=skip)  # type: ignore[no-any-return]
         group = self.form.group
         one = self.grammar.add("call", alt(*(self.call(t) for t in tools)))
         first = one if group or not skip else self.grammar.add("call", alt(*(self.call(t, skip) for t in tools)))

@@ -329,6 +329,10 @@ class Builder:
         return run
 
     def answer(self, choice: str | None, name: str | None, parallel: bool) -> Node:
+        from chatparse.grammar import parts
+
+        if parts.separator(self) is not None:  # a turn made of parts, each for a recipient
+            return parts.answer(self, choice, name, parallel)
         watched = self.plan.watched
         end = self.plan.end
         ending = self.ending(watched)

@@ -1,0 +1,59 @@
+"""Turns made of parts, each addressed to a recipient (Functionary v3.2: ``all\\nText>>>get_weather\\n{...}``):
+the content field's written form gives the text part's ``open`` (``all\\n``) and the ``separator`` that
+starts every part after the first (the prompt wrote the first one's). A call part is a call as the
+``call`` form writes it (``{name}\\n{body}``).
+
+Inside a text part the parser watches only the separator (the next part) and the turn's markers, so the
+text excludes those; a call part's JSON ends it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from chatparse.grammar.build import Builder, region_texts
+from chatparse.grammar.ir import EMPTY, Node, Rep, Text, Until, alt, any_of, lit, opt, rx_escape, seq
+
+
+def separator(builder: Builder) -> str | None:
+    """The parts' separator, when the template's turns are made of parts."""
+    content = builder.template.fields.get("content")
+    form: Mapping[str, Any] = (content.ext.write or {}) if content is not None else {}
+    value = form.get("separator")
+    return value if isinstance(value, str) and value else None
+
+
+def answer(builder: Builder, choice: str | None, name: str | None, parallel: bool) -> Node:
+    sep = separator(builder)
+    assert sep is not None
+    content = builder.template.fields["content"]
+    opened, _ = region_texts(content)
+    ext = builder.template.ext
+    ends = builder.ends
+    markers = tuple(dict.fromkeys((sep, *ends, *ext.next_turn, *ext.drop)))
+    excludes = tuple(rx_escape(m) for m in markers if m not in sep)
+    # A text part followed by the next part (its separator ends the text), or ending the turn.
+    text_then_next = seq(lit(opened), Until(rx_escape(sep), excludes + (rx_escape(sep) + "(?s:.)",)))
+    ending_text = Text(tuple(rx_escape(m) for m in markers),
+                       tuple(sorted({rx_escape(m[:i]) for m in markers for i in range(1, len(m))})))
+    last_text: Node = seq(lit(opened), alt(ending_text, Until(any_of(rx_escape(e) for e in ends),
+                                                                tuple(rx_escape(m) for m in markers
+                                                                      if not any(m in e for e in ends)))))
+    texts = Rep(text_then_next)
+    if choice == "none":
+        return seq(texts, last_text)
+    tools = [t for t in builder.tools if name is None or t.name == name]
+    call = builder.grammar.add("call", alt(*(builder.call(t) for t in tools)))
+    last_call = seq(call, opt(alt(*map(lit, ends))) if ends else EMPTY)
+    call_then_next = seq(call, lit(sep))
+    one_call = alt(last_call, seq(call_then_next, texts, last_text))
+    if choice == "required" or name is not None:
+        if name is not None or not parallel:
+            return seq(texts, one_call)
+        many = builder.grammar.add("parts", Rep(alt(text_then_next, call_then_next)))
+        return seq(texts, alt(last_call, seq(call_then_next, many, alt(last_call, last_text))))
+    if not parallel:
+        return seq(texts, alt(one_call, last_text))
+    many = builder.grammar.add("parts", Rep(alt(text_then_next, call_then_next)))
+    return seq(many, alt(last_call, last_text))

@@ -35,7 +35,7 @@ from chatparse.grammar.ir import (
     seq,
 )
 from chatparse.grammar.jsonschema import OWS, GrammarError, SchemaGrammar
-from chatparse.grammar.respell import respell
+from chatparse.grammar.respell import respell, spelled_schema
 from chatparse.template.compile import CompiledField, CompiledTemplate, Delimiter
 
 CHOICES = ("auto", "required", "none")
@@ -214,10 +214,9 @@ class Builder:
         return seq(_spelled(begin), body, _spelled(end))
 
     def arguments(self, tool: Any) -> Node:
-        value = self.schemas.value(dict(tool.parameters), f"tools/{tool.name}/parameters")
-        if self.form.arguments == ("json",):
-            return value
-        return alt(*(respell(self.grammar, value, s) for s in self.form.arguments))
+        where = f"tools/{tool.name}/parameters"
+        return alt(*(respell(self.grammar, self.schemas.value(spelled_schema(dict(tool.parameters), s), where), s)
+                     for s in self.form.arguments))
 
     def json_call(self, tool: Any) -> Node:
         keys = self.form.keys
@@ -349,7 +348,7 @@ class Builder:
         form = self.form
         first = form.triggers[0]
         after = self.calls_node(tools, least=1, most=None if parallel else 1, skip=first)
-        start = Until(rx_escape(first), _excludes(watched, first) + _inside(watched, first))
+        start = Until(rx_escape(first), _excludes(watched, first) + inside_excludes(watched, first))
         block = seq(start, after)
         return seq(Rep(block, 0, None if parallel else 1), ending)
 
@@ -370,7 +369,7 @@ class Builder:
         if content is None or not content.ext.write:
             return None
         opened, closed = region_texts(content)
-        body = Until(rx_escape(closed), _excludes(watched, closed) + _inside(watched, closed))
+        body = Until(rx_escape(closed), _excludes(watched, closed) + inside_excludes(watched, closed))
         return seq(lit(opened), body, opt(_BETWEEN), opt(alt(*map(lit, self.ends))) if self.ends else EMPTY)
 
     @property
@@ -384,7 +383,8 @@ class Builder:
         if thinking is None or state == "closed":
             return EMPTY
         opened, closed = region_texts(thinking)
-        body = Until(rx_escape(closed), _excludes(self.plan.reasoning_watched, closed))
+        watched = self.plan.reasoning_watched
+        body = Until(rx_escape(closed), _excludes(watched, closed) + inside_excludes(watched, closed))
         if state == "open":
             return body
         return opt(seq(lit(opened), body))
@@ -418,12 +418,12 @@ def _raw_string(schema: Any) -> bool:
     return kinds == "string" or (isinstance(kinds, list) and "string" in kinds)
 
 
-def _inside(watched: Iterable[str], stop: str) -> tuple[str, ...]:
+def inside_excludes(watched: Iterable[str], stop: str) -> tuple[str, ...]:
     """Markers the ``stop`` text holds may stand in free text up to ``stop`` only as part of it: each is
     excluded when more text follows it than follows it in ``stop`` (``Action:`` inside ``\nAction:``)."""
     found = []
     for w in watched:
-        if w and w in stop:
+        if w and stop.count(w) == 1:
             after = len(stop) - stop.rindex(w) - len(w)
             found.append(rx_escape(w) + f"(?s:.){{{after + 1}}}")
     return tuple(found)

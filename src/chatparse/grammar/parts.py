@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from chatparse.grammar.build import Builder, region_texts
+from chatparse.grammar.build import Builder, _excludes, inside_excludes, region_texts
 from chatparse.grammar.ir import EMPTY, Node, Rep, Text, Until, alt, any_of, lit, opt, rx_escape, seq
 
 
@@ -28,18 +28,24 @@ def answer(builder: Builder, choice: str | None, name: str | None, parallel: boo
     sep = separator(builder)
     assert sep is not None
     content = builder.template.fields["content"]
-    opened, _ = region_texts(content)
+    opened, closed = region_texts(content)
     ext = builder.template.ext
     ends = builder.ends
-    markers = tuple(dict.fromkeys((sep, *ends, *ext.next_turn, *ext.drop)))
-    excludes = tuple(rx_escape(m) for m in markers if m not in sep)
-    # A text part followed by the next part (its separator ends the text), or ending the turn.
-    text_then_next = seq(lit(opened), Until(rx_escape(sep), excludes + (rx_escape(sep) + "(?s:.)",)))
-    ending_text = Text(tuple(rx_escape(m) for m in markers),
-                       tuple(sorted({rx_escape(m[:i]) for m in markers for i in range(1, len(m))})))
-    last_text: Node = seq(lit(opened), alt(ending_text, Until(any_of(rx_escape(e) for e in ends),
-                                                                tuple(rx_escape(m) for m in markers
-                                                                      if not any(m in e for e in ends)))))
+    markers = tuple(dict.fromkeys((sep, closed, *ends, *ext.next_turn, *ext.drop)))
+    markers = tuple(m for m in markers if m)
+    # A text part followed by the next part, or ending the turn (one lexeme for its text in both).
+    last_text: Node
+    if closed:
+        text = Until(rx_escape(closed), _excludes(markers, closed) + inside_excludes(markers, closed))
+        text_then_next = seq(lit(opened), text, lit(sep))
+        last_text = seq(lit(opened), text, opt(alt(*map(lit, ends))))
+    else:
+        text_then_next = seq(lit(opened), Until(rx_escape(sep), _excludes(markers, sep) + inside_excludes(markers, sep)))
+        partial = tuple(sorted({rx_escape(m[:i]) for m in markers for i in range(1, len(m))}))
+        last_text = seq(lit(opened), alt(Text(_excludes(markers, ""), partial),
+                                         Until(any_of(rx_escape(e) for e in ends),
+                                               _excludes((m for m in markers if not any(m in e for e in ends)),
+                                                         ""))))
     texts = Rep(text_then_next)
     if choice == "none":
         return seq(texts, last_text)

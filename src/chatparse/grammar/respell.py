@@ -14,7 +14,7 @@ from typing import Any
 from chatparse.grammar.ir import Alt, Grammar, Lit, Node, Ref, Rep, Rx, Seq, Text, Until
 from chatparse.grammar.jsonschema import STRING_CHAR, WS, GrammarError
 
-SPELLINGS = ("json", "python", "json-string")
+SPELLINGS = ("json", "json-sorted", "python", "json-string")
 _STRING_RX = re.compile(r'"(?P<char>.*)(?P<count>\*|\{\d+,\d*\})"', re.S)
 # One character of a Python str literal as repr writes it: no quote, backslash or control character
 # unescaped, and only the escapes a JSON value needs.
@@ -28,13 +28,33 @@ _PY_WORDS = {"true": "True", "false": "False", "null": "None"}
 def respell(grammar: Grammar, node: Node, spelling: str) -> Node:
     """``node`` (a JSON value's grammar) written in ``spelling`` (``json-string``: the whole string, quotes
     included); the rules it refers to are copied."""
-    if spelling == "json":
+    if spelling in ("json", "json-sorted"):
         return node
     if spelling not in SPELLINGS:
         raise GrammarError(f"Unknown argument spelling {spelling!r}; expected one of {list(SPELLINGS)}",
                            code="bad_write_form", field="tool_calls")
     spelled = _Respeller(grammar, spelling).node(node)
     return Seq((Lit('"'), spelled, Lit('"'))) if spelling == "json-string" else spelled
+
+
+def spelled_schema(schema: Any, spelling: str) -> Any:
+    """The schema whose grammar ``spelling`` respells: ``json-sorted`` writes every object's properties in
+    sorted order (a template that renders ``tojson(sort_keys=True)``)."""
+    if spelling != "json-sorted":
+        return schema
+    return _sorted(schema)
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, dict):
+        out = {k: _sorted(v) for k, v in value.items()}
+        props = out.get("properties")
+        if isinstance(props, dict):
+            out["properties"] = dict(sorted(props.items()))
+        return out
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
 
 
 class _Respeller:

@@ -39,7 +39,11 @@ Field level:
   For lax spellings a model may also write in prose (a bare JSON object, a code fence).
 - ``write``: how a model writes this field, for grammars (``chatparse.tool_grammar``): a dict such as
   ``{"open": "<think>", "close": "</think>"}`` or, for tool calls, ``{"call": "<tool_call>\\n{body}\\n</tool_call>",
-  "body": "json-call"}``. Optional where the field's delimiters are literals. See docs/grammar.md.
+  "body": "json-call"}``. Optional where the field's delimiters are literals. Tool calls: ``body``
+  ``json-list`` (``{body}`` is one JSON array of all the region's calls), ``arguments`` (spellings among
+  ``json``, ``json-sorted``, ``python``, ``json-string``), ``{index}`` in ``call`` (a call counter).
+  Content: ``open``/``close`` around the answer's text (markers the parser drops), ``separator`` (a turn
+  made of parts, each for a recipient). See docs/grammar.md.
 """
 
 from __future__ import annotations

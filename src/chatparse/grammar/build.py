@@ -366,7 +366,7 @@ class Builder:
         """The answer's text between the markers the content field's written form puts around it (Cohere's
         ``<|START_RESPONSE|>...<|END_RESPONSE|>``, markers the parser drops), then the end of the turn."""
         content = self.template.fields.get("content")
-        if content is None or not content.ext.write:
+        if content is None or not content.ext.write or "separator" in content.ext.write:  # parts: grammar.parts
             return None
         opened, closed = region_texts(content)
         body = Until(rx_escape(closed), _excludes(watched, closed) + inside_excludes(watched, closed))

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from chatparse.grammar.build import Builder, _excludes, inside_excludes, region_texts
-from chatparse.grammar.ir import EMPTY, Node, Rep, Text, Until, alt, any_of, lit, opt, rx_escape, seq
+from chatparse.grammar.ir import EMPTY, Node, Rep, Until, alt, lit, opt, rx_escape, seq
 
 
 def separator(builder: Builder) -> str | None:
@@ -41,11 +41,7 @@ def answer(builder: Builder, choice: str | None, name: str | None, parallel: boo
         last_text = seq(lit(opened), text, opt(alt(*map(lit, ends))))
     else:
         text_then_next = seq(lit(opened), Until(rx_escape(sep), _excludes(markers, sep) + inside_excludes(markers, sep)))
-        partial = tuple(sorted({rx_escape(m[:i]) for m in markers for i in range(1, len(m))}))
-        last_text = seq(lit(opened), alt(Text(_excludes(markers, ""), partial),
-                                         Until(any_of(rx_escape(e) for e in ends),
-                                               _excludes((m for m in markers if not any(m in e for e in ends)),
-                                                         ""))))
+        last_text = seq(lit(opened), builder.ending(markers))
     texts = Rep(text_then_next)
     if choice == "none":
         return seq(texts, last_text)

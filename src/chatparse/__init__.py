@@ -45,6 +45,9 @@ _LAZY = {
     "ArgumentStreamResult": "chatparse.tools",
     "XMLArgumentStream": "chatparse.tools",
     "synthesize_template": "chatparse.synthesize",
+    "tool_grammar": "chatparse.grammar",
+    "ToolGrammar": "chatparse.grammar",
+    "GrammarError": "chatparse.grammar",
 }
 
 

@@ -12,6 +12,7 @@ chatparse`` through ``ChatStreamProcessor`` (streaming) and ``Parser.parse`` + `
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
@@ -21,6 +22,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")  # vLLM's argument parser needs a device; none here
@@ -280,15 +282,118 @@ def test_reasoning_end_from_prompt_and_steps(tokenizer_dir: str, monkeypatch: py
     assert 0 < count < len(output) and count == len(encode(tokenizer, "<think>Let me see.</think>"))
 
 
-@pytest.mark.parametrize("tool_choice", ["required", {"type": "function", "function": {"name": "get_weather"}}])
-def test_guarantees_it_cannot_enforce_are_rejected(tool_choice: Any, tokenizer_dir: str,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(TEMPLATE_ENV, "qwen3")
-    tokenizer = vllm_tokenizer("qwen3", tokenizer_dir)
-    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+WEATHER = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+    "required": ["city"], "additionalProperties": False}}},
+    {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}}]
+
+
+_MARKERS = ("\n</parameter>\n", "</function>\n</tool_call>", "<parameter=", "city>\n", "days>\n", "Seoul", "2",
+            '"', "}", "\n</tool_call>")
+
+
+def _walk(tokenizer: Any, lark: str, seed: int) -> list[int] | None:
+    """Token ids a random walk through ``lark`` writes with the model's own tokenizer (special tokens and
+    all), or None if it did not finish; after a while it prefers tokens that close things."""
+    import llguidance
+    import llguidance.hf
+
+    lltok = llguidance.hf.from_tokenizer(getattr(tokenizer, "tokenizer", tokenizer))
+    matcher = llguidance.LLMatcher(lltok, lark)
+    assert not matcher.is_error(), matcher.get_error()
+    closing = {i for i in range(lltok.vocab_size)
+               if tokenizer.decode([i], skip_special_tokens=False) in ('"', "}", "]", ">", "<", "/", "\n", "a", "1")}
+    rng = random.Random(seed)
+    ids: list[int] = []
+    for step in range(4000):
+        if matcher.is_stopped() or (matcher.is_accepting() and rng.random() < 0.3):
+            return ids
+        forced = matcher.compute_ff_tokens()
+        if forced and rng.random() < 0.8:
+            assert matcher.consume_tokens(forced)
+            ids.extend(forced)
+            continue
+        mask = matcher.compute_bitmask()
+        allowed = [i for i in range(lltok.vocab_size) if mask[i >> 3] >> (i & 7) & 1 and i != lltok.eos_token]
+        if not allowed:
+            return ids if matcher.is_accepting() else None
+        if step > 20 and rng.random() < 0.3:  # write a whole marker when the grammar takes it here
+            marker = tokenizer.encode(rng.choice(_MARKERS), add_special_tokens=False)
+            taken = matcher.try_consume_tokens(marker)
+            if taken == len(marker):
+                ids.extend(marker)
+                continue
+            if taken:
+                matcher.rollback(taken)
+        preferred = [i for i in allowed if i in closing] if step > 40 else []
+        token = rng.choice(preferred if preferred and rng.random() < 0.9 else allowed)
+        assert matcher.consume_token(token)
+        ids.append(token)
+    return None
+
+
+@pytest.mark.parametrize("family", ["qwen3", "qwen3_coder"])
+@pytest.mark.parametrize(("tool_choice", "strict"), [
+    ("required", False), ({"type": "function", "function": {"name": "get_weather"}}, False), ("auto", True)])
+def test_guarantees_are_enforced_by_the_templates_own_grammar(family: str, tool_choice: Any, strict: bool,
+                                                             tokenizer_dir: str,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """``required``, a named choice and ``strict`` tools get ``structured_outputs.grammar`` (chatparse's Lark
+    for the model's own format, after reasoning); whatever llguidance lets the model write with the model's
+    tokenizer (special tokens as tokens) parses back to the calls the choice demands."""
+    monkeypatch.setenv(TEMPLATE_ENV, family)
+    tokenizer = vllm_tokenizer(family, tokenizer_dir)
+    tools = [{**t, "function": {**t["function"], "strict": strict}} for t in WEATHER]
     request = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}], tools=tools,
                                     tool_choice=tool_choice)
-    with pytest.raises(VLLMValidationError, match="tool_choice='auto'"):
+    parser = make_parser(parser_class(tokenizer), tokenizer, request)
+    grammar = request.structured_outputs.grammar
+    assert grammar.startswith("%llguidance")
+    assert "<tool_call>" in grammar and '"<tool_call>' not in grammar  # an added token, named as a token
+    finished = 0
+    for seed in range(8):
+        ids = _walk(tokenizer, grammar, seed)
+        if ids is None:
+            continue
+        finished += 1
+        text = tokenizer.decode(ids, skip_special_tokens=False)
+        _, _, calls = parser.parse(text, request)
+        names = [c.name for c in calls or []]
+        if tool_choice == "required":
+            assert names, text
+        elif isinstance(tool_choice, dict):
+            assert names == ["get_weather"], text
+        schemas = {t["function"]["name"]: t["function"]["parameters"] for t in WEATHER}
+        for call in calls or []:
+            jsonschema.validate(json.loads(call.arguments), schemas[call.name])
+    assert finished >= 3
+
+
+def test_auto_without_strict_tools_stays_free(tokenizer_dir: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(TEMPLATE_ENV, "qwen3")
+    tokenizer = vllm_tokenizer("qwen3", tokenizer_dir)
+    request = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}], tools=WEATHER,
+                                    tool_choice="auto")
+    make_parser(parser_class(tokenizer), tokenizer, request)
+    assert request.structured_outputs is None
+    monkeypatch.setenv("CHATPARSE_GRAMMAR", "auto")
+    make_parser(parser_class(tokenizer), tokenizer, request)
+    assert request.structured_outputs.grammar.startswith("%llguidance")
+
+
+def test_a_template_without_a_grammar_is_a_400_naming_why(tokenizer_dir: str, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = chatparse.get_template("qwen3")
+    spec["fields"]["tool_calls"].pop("open")
+    spec["fields"]["tool_calls"]["open_pattern"] = "<tool_call>(?=\\s*\\{)"
+    del spec["fields"]["tool_calls"]["chatparse"]["write"]
+    path = tmp_path / "custom.json"
+    path.write_text(json.dumps(spec))
+    monkeypatch.setenv(TEMPLATE_ENV, str(path))
+    tokenizer = vllm_tokenizer("qwen3", tokenizer_dir)
+    request = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}], tools=WEATHER,
+                                    tool_choice="required")
+    with pytest.raises(VLLMValidationError, match=r"chatparse\.write"):
         make_parser(parser_class(tokenizer), tokenizer, request)
 
 

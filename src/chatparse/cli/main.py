@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 from chatparse.cli.io import EXIT_CODES_HELP, EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, eprint, safe_text
 
-SUBCOMMANDS = ("parse_cmd", "stream_cmd", "detect_cmd", "demo_cmd", "templates_cmd", "answers_cmd", "bench_cmd")
+SUBCOMMANDS = ("parse_cmd", "stream_cmd", "detect_cmd", "demo_cmd", "templates_cmd", "answers_cmd", "bench_cmd",
+               "grammar_cmd")
 DEBUG_ENV = "CHATPARSE_DEBUG"
 
 

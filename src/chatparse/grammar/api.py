@@ -9,6 +9,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from chatparse.engine import ResponseParser
 from chatparse.grammar.build import CHOICES, Builder, region_texts
 from chatparse.grammar.ir import Grammar, seq
 from chatparse.grammar.jsonschema import GrammarError
@@ -65,8 +66,6 @@ def _reasoning_state(template: CompiledTemplate, builder: Builder, prefix: str) 
     thinking = builder.plan.thinking
     if thinking is None:
         return "none"
-    from chatparse.engine.parser import ResponseParser
-
     parser = ResponseParser(template, prefix=prefix)
     if parser.current_region == thinking.name:
         return "open"
@@ -88,6 +87,7 @@ def tool_grammar(
     prefix: str = "",
     special_tokens: Collection[str] = (),
     lenient: bool = False,
+    reasoning: bool = True,
 ) -> ToolGrammar:
     """The grammar a constrained model follows so that it writes only what ``template``'s parser reads.
 
@@ -99,12 +99,14 @@ def tool_grammar(
     as for parsing (it decides whether reasoning is already open). ``special_tokens``: markers that are
     single added tokens of the model's tokenizer (written as token references in the Lark text).
     ``lenient``: leave schema keywords a grammar cannot enforce free (listed in ``unenforced``) instead
-    of raising ``GrammarError``. Results are cached by all of these.
+    of raising ``GrammarError``. ``reasoning=False``: the grammar starts after the reasoning block, where
+    vLLM and SGLang start applying a grammar when a reasoning parser runs. Results are cached by all of
+    these.
     """
     compiled = load_template(template)
     tool_list: list[Tool] = [as_tool(t) for t in tools]
     key = json.dumps([_template_key(template, compiled), [t.to_dict() for t in tool_list],
-                      tool_choice, parallel_tool_calls, prefix, sorted(special_tokens), lenient],
+                      tool_choice, parallel_tool_calls, prefix, sorted(special_tokens), lenient, reasoning],
                      sort_keys=True, default=str)
     with _LOCK:
         hit = _CACHE.get(key)
@@ -116,7 +118,7 @@ def tool_grammar(
     if choice != "none" and not tool_list:
         raise GrammarError(f"tool_choice {tool_choice!r} needs tools; none were given", code="no_tools")
     builder = Builder(compiled, tool_list, lenient=lenient)
-    state = _reasoning_state(compiled, builder, prefix)
+    state = _reasoning_state(compiled, builder, prefix) if reasoning else "none"
     builder.grammar.rules["turn"] = seq(builder.reasoning(state),
                                         builder.answer(None if choice == "named" else choice, name,
                                                        parallel_tool_calls))

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import regex
+
 from chatparse.grammar.ir import (
     EMPTY,
     Grammar,
@@ -190,6 +192,8 @@ class Builder:
         self.schemas = SchemaGrammar(self.grammar, lenient=lenient)
         self.plan = plan(template)
         self.form = call_form(self.plan.calls)
+        self._bodies: dict[str, Node] = {}
+        self._calls: dict[tuple[str, str], Node] = {}
 
     # -- one call -------------------------------------------------------------------------------------
     def call(self, tool: Any, skip: str = "") -> Node:
@@ -202,16 +206,23 @@ class Builder:
                         "start with the trigger text ('chatparse.write.trigger')", "bad_write_form")
         begin = begin[len(skip):]
         end = form.end.replace("{name}", name)
-        if form.body == "json-call":
-            body = self.json_call(tool)
-        elif form.body == "json-arguments":
-            body = self.arguments(tool)
-        elif form.body == "xml-parameters":
-            return seq(lit(begin), self.xml_parameters(tool, end))
-        else:  # a body written by its own module: write(builder, tool, begin, end) -> the whole call
-            module = importlib.import_module(BODY_MODULES[form.body])
-            return module.write(self, tool, begin, end)  # type: ignore[no-any-return]
-        return seq(_spelled(begin), body, _spelled(end))
+        key = (name, skip)
+        if key not in self._calls:
+            # The body is one rule per tool, shared by the call written whole and the one after a trigger.
+            if name not in self._bodies:
+                if form.body == "json-call":
+                    node = seq(self.json_call(tool), _spelled(end))
+                elif form.body == "json-arguments":
+                    node = seq(self.arguments(tool), _spelled(end))
+                elif form.body == "xml-parameters":
+                    node = self.xml_parameters(tool, end)
+                else:  # a body written by its own module: write(builder, tool, begin, end) -> the whole call
+                    module = importlib.import_module(BODY_MODULES[form.body])
+                    self._calls[key] = module.write(self, tool, begin, end)
+                    return self._calls[key]
+                self._bodies[name] = self.grammar.add("body", node)
+            self._calls[key] = seq(_spelled(begin), self._bodies[name])
+        return self._calls[key]
 
     def arguments(self, tool: Any) -> Node:
         where = f"tools/{tool.name}/parameters"
@@ -247,14 +258,27 @@ class Builder:
         props: dict[str, Any] = dict(schema.get("properties") or {})
         required = set(schema.get("required") or ())
         names = list(props)
-        structure = [w for w in (head_marker, end_marker, *self.plan.watched) if w]
-        stray = rx_escape(marker) + r"\s*[^<>\s][^<>]{0,256}" + rx_escape(end_marker)
+        # What the parser takes as structure after a value's close: the next parameter, the markers of the
+        # call's end, the region's close, and every marker it watches in the turn.
+        ends = regex.findall(r"<[^<>]+>", following)
+        structure = list(dict.fromkeys(w for w in (head_marker, end_marker, *ends, *watched_texts(self.plan.calls.close),
+                                                   *self.plan.watched) if w))
+        stray = rx_escape(marker) + r"\s*[^<>\s][^<>]*" + rx_escape(end_marker)
 
         def stop(cont: str) -> Until:
             """A string value, its close and ``cont`` (the next structure's first marker)."""
-            excludes = [rx_escape(marker) + _GAP + _diverging(cont), stray]
-            excludes += [rx_escape(marker) + _GAP + rx_escape(w) for w in structure if not cont.startswith(w)]
-            return Until(rx_escape(close) + _GAP + rx_escape(cont), tuple(dict.fromkeys(excludes)))
+            # A long run of whitespace after the close: the parser looks only so far for what follows.
+            excludes = [stray, rx_escape(marker) + _LONG_GAP]
+            others = [rx_escape(w) for w in structure if not cont.startswith(w)]
+            if others:
+                excludes.append(rx_escape(marker) + _GAP + any_of(others))
+            not_start: tuple[str, ...] = ()
+            lead = close[: len(close) - len(marker)] if close.endswith(marker) else ""
+            if lead:  # the close is "\\n</parameter>": the bare marker before structure would end it too
+                firsts = "".join(sorted({rx_escape(w[0]) for w in (cont, *structure)}))
+                excludes.append(f"[^{rx_escape(lead[-1])}]" + rx_escape(marker) + _GAP + f"[{firsts}]")
+                not_start = (rx_escape(marker),)
+            return Until(rx_escape(close) + _SHORT_GAP + rx_escape(cont), tuple(dict.fromkeys(excludes)), not_start)
 
         picks: dict[int, Node] = {}
 
@@ -285,8 +309,11 @@ class Builder:
                 if may_end:
                     options.append(seq(stop(end_marker), lit(following[len(end_marker):])))
                 return alt(*options)
-            if isinstance(sub, Mapping) and sub.get("type") == "boolean":  # chat templates write Python's too
-                value: Node = alt(*(Lit(v) for v in ("true", "false", "True", "False")))
+            choices = _choices(sub)
+            if choices is not None:  # string members raw, as string values are written; others as JSON
+                value: Node = alt(*(lit(c if isinstance(c, str) else json.dumps(c)) for c in choices))
+            elif isinstance(sub, Mapping) and sub.get("type") == "boolean":  # chat templates write Python's too
+                value = alt(*(Lit(v) for v in ("true", "false", "True", "False")))
             else:
                 value = self.schemas.value(sub, f"tools/{tool.name}/parameters/properties/{names[j]}", schema)
             after: list[Node] = []
@@ -294,7 +321,7 @@ class Builder:
                 after.append(seq(lit(head_marker), nxt))
             if may_end:
                 after.append(lit(following))
-            return seq(opt(Rx(r"[ \t\n]{1,4}")), value, lit(tail), alt(*after))
+            return seq(value, lit(tail), alt(*after))
 
         first, may_end = more(0)
         options: list[Node] = []
@@ -380,7 +407,7 @@ class Builder:
 
     def reasoning(self, state: str) -> Node:
         thinking = self.plan.thinking
-        if thinking is None or state == "closed":
+        if thinking is None or state in ("closed", "none"):
             return EMPTY
         opened, closed = region_texts(thinking)
         watched = self.plan.reasoning_watched
@@ -390,24 +417,28 @@ class Builder:
         return opt(seq(lit(opened), body))
 
 
+# Whitespace between a value's close and what follows it. The parser looks up to 256 characters ahead; the
+# grammar ends a value only after a short gap and keeps longer runs out of values (llguidance's lexer
+# cannot afford counted repetitions inside a complement).
 _GAP = r"\s*"
+_SHORT_GAP = r"\s{0,8}"
+_LONG_GAP = r"\s{9}"
 
 
-def _diverging(text: str) -> str:
-    """A regex for what starts differently from ``text`` (whitespace first never counts as different: it is
-    the gap before it)."""
-    pattern = ""
-    for i in range(len(text) - 1, -1, -1):
-        ch = rx_escape(text[i]) if text[i] not in "]^\\-" else "\\" + text[i]
-        blank = "\\s" if i == 0 else ""
-        pattern = f"(?:[^{ch}{blank}]" + (f"|{rx_escape(text[i])}{pattern})" if pattern else ")")
-    return pattern
+def _choices(schema: Any) -> list[Any] | None:
+    """The values an ``enum`` or ``const`` allows (None: neither)."""
+    if not isinstance(schema, Mapping):
+        return None
+    if "const" in schema:
+        return [schema["const"]]
+    values = schema.get("enum")
+    return list(values) if isinstance(values, list) and values else None
 
 
 def _spelled(text: str) -> Node:
     """A call form's text, each ``{index}`` in it a call counter (Kimi's ``functions.NAME:0``): digits."""
-    parts = text.split("{index}")
-    return seq(*(node for i, part in enumerate(parts) for node in ((Rx("[0-9]{1,3}"),) if i else ()) + (lit(part),)))
+    pieces = text.split("{index}")
+    return seq(*(node for i, piece in enumerate(pieces) for node in ((Rx("[0-9]{1,3}"),) if i else ()) + (lit(piece),)))
 
 
 def _raw_string(schema: Any) -> bool:
@@ -415,12 +446,15 @@ def _raw_string(schema: Any) -> bool:
     if not isinstance(schema, Mapping) or "enum" in schema or "const" in schema:
         return False
     kinds = schema.get("type")
-    return kinds == "string" or (isinstance(kinds, list) and "string" in kinds)
+    if kinds == "string" or (isinstance(kinds, list) and "string" in kinds):
+        return True
+    members = schema.get("anyOf") or schema.get("oneOf") or []
+    return any(_raw_string(m) for m in members)  # raw text is a string member's value
 
 
 def inside_excludes(watched: Iterable[str], stop: str) -> tuple[str, ...]:
     """Markers the ``stop`` text holds may stand in free text up to ``stop`` only as part of it: each is
-    excluded when more text follows it than follows it in ``stop`` (``Action:`` inside ``\nAction:``)."""
+    excluded when more text follows it than follows it in ``stop`` (``Action:`` inside ``\\nAction:``)."""
     found = []
     for w in watched:
         if w and stop.count(w) == 1:

@@ -84,6 +84,7 @@ class Until(Node):
 
     stop: str
     excludes: tuple[str, ...] = ()
+    not_start: tuple[str, ...] = ()  # regexes the text must not start with
 
 
 @dataclass(frozen=True)
@@ -114,8 +115,11 @@ def seq(*items: Node) -> Node:
 
 def alt(*items: Node) -> Node:
     unique: list[Node] = []
-    for item in items:
-        if item not in unique:
+    seen: set[int] = set()
+    for item in items:  # by identity (deep equality is costly); literals by text
+        key = hash(("lit", item.text)) if isinstance(item, Lit) else id(item)
+        if key not in seen:
+            seen.add(key)
             unique.append(item)
     return unique[0] if len(unique) == 1 else Alt(tuple(unique))
 

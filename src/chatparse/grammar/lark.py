@@ -9,11 +9,11 @@ token (byte text can never contain one).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Collection
 
 from chatparse.grammar.ir import (
-    EMPTY,
     Alt,
     Grammar,
     Lit,
@@ -35,6 +35,7 @@ def _quote(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+@functools.lru_cache(maxsize=4096)
 def _regex(pattern: str) -> str:
     """``pattern`` between slashes, with each unescaped slash escaped."""
     out: list[str] = []
@@ -53,8 +54,16 @@ class _Writer:
         self.special = sorted(special, key=len, reverse=True)
         self.extra: list[str] = []
         self.names: dict[Node, str] = {}
+        self._exprs: dict[int, tuple[Node, str]] = {}  # by id: nodes are shared, their hashes are deep
+        self._literals: dict[str, str] = {}
 
     def literal(self, text: str) -> str:
+        hit = self._literals.get(text)
+        if hit is None:
+            hit = self._literals[text] = self._literal(text)
+        return hit
+
+    def _literal(self, text: str) -> str:
         parts: list[str] = []
         rest = text
         while rest:
@@ -84,7 +93,8 @@ class _Writer:
                 self.names[node] = f"{name} {special}"
                 return self.names[node]
             name = f"until_{index}"
-            self.extra.append(f"{name}[lazy]: {_regex(_ANY + node.stop)}{self._exclusion(node.excludes)}")
+            start = f" & ~{_regex(any_of(node.not_start) + _ANY)}" if node.not_start else ""
+            self.extra.append(f"{name}[lazy]: {_regex(_ANY + node.stop)}{self._exclusion(node.excludes)}{start}")
         else:
             assert isinstance(node, Text)
             name = f"TEXT_{index}"
@@ -94,6 +104,14 @@ class _Writer:
         return name
 
     def expr(self, node: Node) -> str:
+        hit = self._exprs.get(id(node))
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        text = self._expr(node)
+        self._exprs[id(node)] = (node, text)
+        return text
+
+    def _expr(self, node: Node) -> str:
         if isinstance(node, Lit):
             return self.literal(node.text)
         if isinstance(node, Rx):
@@ -103,7 +121,7 @@ class _Writer:
         if isinstance(node, Seq):
             return " ".join(self.wrapped(item) for item in node.items) if node.items else '""'
         if isinstance(node, Alt):
-            items = [item for item in node.items if item != EMPTY]
+            items = [item for item in node.items if not _empty(item)]
             text = " | ".join(self.expr(item) for item in items)
             return f"({text})?" if len(items) < len(node.items) else text
         if isinstance(node, Rep):
@@ -127,6 +145,10 @@ class _Writer:
                 (isinstance(node, Lit) and text.count('"') > 2) or (isinstance(node, Until) and " " in text):
             return f"({text})"
         return text
+
+
+def _empty(node: Node) -> bool:
+    return isinstance(node, Seq) and not node.items
 
 
 def to_lark(grammar: Grammar, start: str, special: Collection[str] = ()) -> str:

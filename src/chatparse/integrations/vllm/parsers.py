@@ -9,6 +9,7 @@ Imports vLLM; ``chatparse.integrations.vllm`` does not.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Iterable, Sequence
@@ -28,9 +29,12 @@ from vllm.parser.abstract_parser import Parser
 from vllm.parser.parser_manager import ParserManager
 from vllm.reasoning import ReasoningParser, ReasoningParserManager
 from vllm.renderers.chat_utils import make_tool_call_id
+from vllm.sampling_params import StructuredOutputsParams
 from vllm.tool_parsers import ToolParser, ToolParserManager
 from vllm.tool_parsers.tool_strict_level import ToolStrictLevel
 
+from chatparse.errors import ChatparseError
+from chatparse.grammar import tool_grammar
 from chatparse.integrations.serving import (
     TEMPLATE_ENV,
     Delta,
@@ -97,20 +101,45 @@ def delta_message(delta: Delta, *, include_reasoning: bool = True) -> DeltaMessa
     return DeltaMessage(reasoning=reasoning or None, content=delta.content or None, tool_calls=calls)
 
 
-def _unenforceable(request: Any) -> tuple[str, str] | None:
-    """The first tool guarantee of the request that parsing cannot enforce (no grammar constrains the
-    model's own call format), with the parameter that asked for it."""
-    for tool in request.tools or ():
-        data = tool.model_dump(exclude_none=True) if hasattr(tool, "model_dump") else tool
-        function = data.get("function") if isinstance(data, dict) else None
-        if isinstance(data, dict) and (data.get("strict") or (isinstance(function, dict) and function.get("strict"))):
-            return "strict tools", "tools"
+GRAMMAR_ENV = "CHATPARSE_GRAMMAR"  # "auto": constrain every request with tools, not only those that ask
+
+
+def _guarantee(request: Any, level: Any) -> tuple[str, str] | None:
+    """What the request asks a grammar to guarantee, with the parameter that asked (None: nothing; ``auto``
+    with non-strict tools stays free text unless ``--tool-strict-level`` or CHATPARSE_GRAMMAR=auto says so)."""
     if request.tool_choice == "required":
         return "tool_choice='required'", "tool_choice"
     if isinstance(request.tool_choice, ChatCompletionNamedToolChoiceParam) or (
             request.tool_choice not in (None, "auto", "none") and not isinstance(request.tool_choice, str)):
         return "a named tool choice", "tool_choice"
+    for tool in request.tools or ():
+        data = tool.model_dump(exclude_none=True) if hasattr(tool, "model_dump") else tool
+        function = data.get("function") if isinstance(data, dict) else None
+        if isinstance(data, dict) and (data.get("strict") or (isinstance(function, dict) and function.get("strict"))):
+            return "strict tools", "tools"
+    if level is not None and level != ToolStrictLevel.AUTO:
+        return f"--tool-strict-level {level.name.lower()}", "tools"
+    if os.environ.get(GRAMMAR_ENV, "").strip().lower() == "auto":
+        return f"{GRAMMAR_ENV}=auto", "tools"
     return None
+
+
+def _choice(request: Any) -> Any:
+    choice = request.tool_choice
+    if hasattr(choice, "model_dump"):
+        choice = choice.model_dump(exclude_none=True)
+    return "auto" if choice is None else choice
+
+
+def special_tokens(tokenizer: Any, template: CompiledTemplate) -> list[str]:
+    """The tokenizer's added tokens that the template's markers use (llguidance counts every added token
+    as special: the grammar must name them as tokens, not spell their bytes)."""
+    try:
+        added = tokenizer.get_added_vocab()
+    except AttributeError:
+        return []
+    source = json.dumps(template.to_dict(), ensure_ascii=False)
+    return sorted(token for token in added if token and token in source)
 
 
 # --- the unified parser -----------------------------------------------------------------------------
@@ -156,14 +185,29 @@ class ChatparseParser(Parser):  # type: ignore[misc]
         if hasattr(request, "spaces_between_special_tokens"):
             request.spaces_between_special_tokens = False
         if self._tool_parser is not None and request.tools and request.tool_choice != "none":
-            unenforceable = _unenforceable(request)
-            if unenforceable is not None:
-                guarantee, parameter = unenforceable
-                raise VLLMValidationError(
-                    f"the chatparse parser cannot guarantee {guarantee}: it reads the calls the model writes in "
-                    "its own format and no grammar constrains them. Use tool_choice='auto'.",
-                    parameter=parameter)
+            asked = _guarantee(request, getattr(self, "tool_strict_level", None))
+            if asked is not None:
+                self._constrain(request, *asked)
         return request
+
+    def _constrain(self, request: Any, guarantee: str, parameter: str) -> None:
+        """Constrain the model to the template's own call format (``chatparse.tool_grammar``, llguidance's Lark
+        through vLLM's ``structured_outputs.grammar``), from where reasoning ends when a reasoning parser runs,
+        as vLLM applies grammars. A template with no grammar is a 400 naming why."""
+        if request.structured_outputs is not None and request.tool_choice == "auto":
+            logger.warning("chatparse: the request's own structured output is kept; %s is not enforced", guarantee)
+            return
+        try:
+            grammar = tool_grammar(self.template, tool_dicts(request.tools) or [], tool_choice=_choice(request),
+                                   parallel_tool_calls=request.parallel_tool_calls is not False,
+                                   special_tokens=special_tokens(self.model_tokenizer, self.template),
+                                   reasoning=self.reasoning_parser_cls is None)
+        except ChatparseError as exc:
+            raise VLLMValidationError(
+                f"the chatparse parser cannot guarantee {guarantee} for this model's template: {exc}. Use "
+                "tool_choice='auto' with non-strict tools.", parameter=parameter) from exc
+        request.structured_outputs = StructuredOutputsParams(grammar=grammar.lark)
+        request.response_format = None
 
     def is_reasoning_end(self, input_ids: list[int]) -> bool:
         return ReasoningWatch(self.template, self.model_tokenizer,
@@ -356,5 +400,5 @@ def _composer(original: Any) -> Any:
     return _compose_parser
 
 
-__all__ = ["ChatparseParser", "ChatparseReasoningParser", "ChatparseToolParser", "decode", "delta_message",
+__all__ = ["GRAMMAR_ENV", "ChatparseParser", "ChatparseReasoningParser", "ChatparseToolParser", "decode", "delta_message",
            "register", "server_template_for"]

@@ -457,7 +457,7 @@ def inside_excludes(watched: Iterable[str], stop: str) -> tuple[str, ...]:
     excluded when more text follows it than follows it in ``stop`` (``Action:`` inside ``\\nAction:``)."""
     found = []
     for w in watched:
-        if w and stop.count(w) == 1:
+        if len(w) > 1 and stop.count(w) == 1:  # one character: a regex's first characters, no marker
             after = len(stop) - stop.rindex(w) - len(w)
             found.append(rx_escape(w) + f"(?s:.){{{after + 1}}}")
     return tuple(found)

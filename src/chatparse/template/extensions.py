@@ -39,11 +39,13 @@ Field level:
   For lax spellings a model may also write in prose (a bare JSON object, a code fence).
 - ``write``: how a model writes this field, for grammars (``chatparse.tool_grammar``): a dict such as
   ``{"open": "<think>", "close": "</think>"}`` or, for tool calls, ``{"call": "<tool_call>\\n{body}\\n</tool_call>",
-  "body": "json-call"}``. Optional where the field's delimiters are literals. Tool calls: ``body``
-  ``json-list`` (``{body}`` is one JSON array of all the region's calls), ``arguments`` (spellings among
-  ``json``, ``json-sorted``, ``python``, ``json-string``), ``{index}`` in ``call`` (a call counter).
-  Content: ``open``/``close`` around the answer's text (markers the parser drops), ``separator`` (a turn
-  made of parts, each for a recipient). See docs/grammar.md.
+  "body": "json-call"}``. Optional where the field's delimiters are literals. Other keys: ``separator``,
+  ``group``, ``keys``, ``parameter``, ``values``, ``trigger``, ``avoid``, ``opens``, ``also`` (tool calls),
+  ``layout`` and ``header`` (content). JSON families: ``body`` ``json-list`` (``{body}`` is one JSON
+  array of all the region's calls), ``arguments`` (spellings among ``json``, ``json-sorted``, ``python``,
+  ``json-string``), ``{index}`` in ``call`` (a call counter); on content, ``open``/``close`` around the
+  answer's text (markers the parser drops) and ``separator`` (a turn made of parts, each for a
+  recipient). See docs/grammar.md.
 """
 
 from __future__ import annotations
@@ -221,7 +223,7 @@ def field_ext(name: str, spec: Mapping[str, Any], *, repeats: bool, join: str | 
 
 
 WRITE_KEYS = ("open", "close", "call", "body", "separator", "group", "keys", "parameter", "values", "trigger",
-              "arguments")
+              "avoid", "opens", "also", "layout", "header", "arguments")
 
 
 def _write(raw: Any, scope: str, field: str) -> Mapping[str, Any]:

@@ -1,6 +1,8 @@
-"""Turns made of parts, each addressed to a recipient (Functionary v3.2: ``all\\nText>>>get_weather\\n{...}``):
-the content field's written form gives the text part's ``open`` (``all\\n``) and the ``separator`` that
-starts every part after the first (the prompt wrote the first one's). A call part is a call as the
+"""Layout ``parts``: a turn made of parts, each addressed to a recipient (Functionary v3.2:
+``all\\nText>>>get_weather\\n{...}``, Inkling's typed blocks), chosen by the content field's ``chatparse.write``
+``{"layout": "parts", "open": ..., "close": ..., "separator": ...}``: the text part's ``open`` (``all\\n``)
+and ``close``, and the ``separator`` that starts every part after the first (the prompt wrote the first
+one's). Reasoning, where the template has it, is its block before the parts. A call part is a call as the
 ``call`` form writes it (``{name}\\n{body}``).
 
 Inside a text part the parser watches only the separator (the next part) and the turn's markers, so the
@@ -9,28 +11,24 @@ text excludes those; a call part's JSON ends it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from chatparse.grammar.build import Builder, _excludes, inside_excludes, region_texts
 from chatparse.grammar.ir import EMPTY, Node, Rep, Until, alt, lit, opt, rx_escape, seq
+from chatparse.grammar.jsonschema import GrammarError
 
 
-def separator(builder: Builder) -> str | None:
-    """The parts' separator, when the template's turns are made of parts."""
-    content = builder.template.fields.get("content")
-    form: Mapping[str, Any] = (content.ext.write or {}) if content is not None else {}
-    value = form.get("separator")
-    return value if isinstance(value, str) and value else None
+def reasoning(builder: Builder, state: str) -> Node:
+    return builder.reasoning_block(state)
 
 
 def answer(builder: Builder, choice: str | None, name: str | None, parallel: bool) -> Node:
-    sep = separator(builder)
-    assert sep is not None
     content = builder.template.fields["content"]
+    sep = (content.ext.write or {}).get("separator")
+    if not isinstance(sep, str) or not sep:
+        raise GrammarError(f"Layout 'parts' needs the parts' 'separator' on the content field's written form, found "
+                           f"{sep!r}", code="bad_write_form", field="content")
     opened, closed = region_texts(content)
     ext = builder.template.ext
-    ends = builder.ends
+    ends = builder.plan.ends
     markers = tuple(dict.fromkeys((sep, closed, *ends, *ext.next_turn, *ext.drop)))
     markers = tuple(m for m in markers if m)
     # A text part followed by the next part, or ending the turn (one lexeme for its text in both).

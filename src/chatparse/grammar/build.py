@@ -194,6 +194,8 @@ def plan(template: CompiledTemplate) -> Plan:
     reasoning_watched: list[str] = [*ext.end, *ext.next_turn]
     if thinking is not None:
         reasoning_watched.extend(_reasoning_closes(thinking, calls))
+        # A close regex also ends the reasoning at each answer marker it matches (Inkling's <|end_message|>).
+        reasoning_watched.extend(w for w in watched if w and thinking.close and thinking.close.pattern.match(w))
     return Plan(thinking=thinking, calls=calls, end=ext.end[0] if ext.end else None,
                 watched=tuple(dict.fromkeys(watched)), reasoning_watched=tuple(dict.fromkeys(reasoning_watched)),
                 avoid=tuple(dict.fromkeys(avoid)), ends=_turn_ends(ext.end, ext.discard_after_end))

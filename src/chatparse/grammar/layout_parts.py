@@ -29,7 +29,7 @@ def answer(builder: Builder, choice: str | None, name: str | None, parallel: boo
     opened, closed = region_texts(content)
     ext = builder.template.ext
     ends = builder.plan.ends
-    markers = tuple(dict.fromkeys((sep, closed, *ends, *ext.next_turn, *ext.drop)))
+    markers = tuple(dict.fromkeys((sep, closed, *ext.end, *ext.next_turn, *ext.drop)))  # all the parser watches
     markers = tuple(m for m in markers if m)
     # A text part followed by the next part, or ending the turn (one lexeme for its text in both).
     last_text: Node

@@ -86,7 +86,7 @@ def test_a_turn_with_calls_may_end_with_the_tool_response_marker() -> None:
     call = '<|tool_call>call:write_file{content:<|"|>x<|"|>,path:<|"|>p<|"|>}<tool_call|>'
     assert accepts(lark, call + "<|tool_response>")[0]
     assert accepts(lark, call + "Done.<turn|>")[0]
-    assert not accepts(lark, call + "<eos>")[0]  # a marker the parser discards after is not written
+    assert accepts(lark, call + "<eos>")[0]  # any end marker of the template ends the turn
 
 
 def test_a_tool_name_the_opener_cannot_capture_is_named() -> None:

@@ -15,6 +15,8 @@ import pytest
 
 import chatparse
 from chatparse.grammar import GrammarError, tool_grammar
+from chatparse.grammar.build import plan, region_texts
+from chatparse.template.compile import load_template
 from chatparse.templates import get_template, list_templates
 from tests.grammar.walk import accepts, walk
 from tests.streamcheck import random_split, stream
@@ -57,7 +59,7 @@ STRESS_TOOLS: list[dict[str, Any]] = [
 
 
 def _rendered(family: str) -> dict[str, Any] | None:
-    path = RENDERED / f"{family}.json"
+    path = RENDERED / f"{family.replace('.', '_')}.json"
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
 
@@ -110,7 +112,7 @@ def test_random_walks_parse_back(family: str) -> None:
     for choice, parallel in CHOICES:
         grammar = tool_grammar(template, STRESS_TOOLS, tool_choice=choice, parallel_tool_calls=parallel,
                                prefix=prefix)
-        literals = sorted(grammar.grammar.literals())
+        literals = sorted(grammar.grammar.literals() | _free_text_stops(template))
         for _ in range(4):
             text = walk(grammar.lark, rng, literals)
             if text is None:
@@ -127,8 +129,19 @@ def test_random_walks_parse_back(family: str) -> None:
     assert finished >= 12, f"only {finished} of 24 walks finished"
 
 
-def _turns(family: str) -> list[tuple[str, str, bool]]:
-    """(prompt, generated turn, has calls) for each assistant turn the real chat template renders."""
+def _free_text_stops(template: dict[str, Any]) -> set[str]:
+    """Markers that end free text (the reasoning's close, the turn's end): no literal of the grammar, but
+    walks should write them too."""
+    compiled = load_template(template)
+    stops = set(compiled.ext.end)
+    thinking = plan(compiled).thinking
+    if thinking is not None:
+        stops.update(region_texts(thinking))
+    return stops
+
+
+def _turns(family: str) -> list[tuple[str, str]]:
+    """(prompt, generated turn) for each assistant turn the real chat template renders."""
     data = _rendered(family)
     if data is None:
         return []
@@ -143,8 +156,7 @@ def _turns(family: str) -> list[tuple[str, str, bool]]:
             at, marker = min(found)
             text = text[: at + len(marker)]
         prompt = data["renderings"][rendering["prompt_rendering"]]["text"]
-        has_calls = bool(rendering["messages"][-1].get("tool_calls"))
-        turns.append((prompt, text, has_calls))
+        turns.append((prompt, text))
     return turns
 
 
@@ -152,12 +164,12 @@ def _turns(family: str) -> list[tuple[str, str, bool]]:
 def test_the_grammar_admits_what_the_chat_template_renders(family: str) -> None:
     template = get_template(family)
     tools = _rendered(family)["tools_schema"]  # type: ignore[index]
-    for prompt, text, has_calls in _turns(family):
+    for prompt, text in _turns(family):
         ok, why = accepts(tool_grammar(template, tools, prefix=prompt).lark, text)
         assert ok, f"auto grammar rejects {text!r}: {why}"
         message = chatparse.parse_response(text, template, prefix=prompt, tools=tools)
         # (a chat template that drops the calls, LFM2's, renders a turn with none: nothing to require)
-        if has_calls and message.get("tool_calls") and not message.get("content"):
+        if message.get("tool_calls") and not message.get("content"):
             ok, why = accepts(tool_grammar(template, tools, tool_choice="required", prefix=prompt).lark, text)
             assert ok, f"required grammar rejects {text!r}: {why}"
 

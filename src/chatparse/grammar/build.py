@@ -36,11 +36,13 @@ from chatparse.grammar.ir import (
     trie,
 )
 from chatparse.grammar.jsonschema import OWS, GrammarError, SchemaGrammar
+from chatparse.grammar.respell import respell, spelled_schema
 from chatparse.template.compile import CompiledField, CompiledTemplate, Delimiter
 
 CHOICES = ("auto", "required", "none")
 # Bodies written by modules of their own (each has ``write(builder, tool, begin, end) -> Node``).
 BODY_MODULES: dict[str, str] = {
+    "json-list": "chatparse.grammar.body_json_list",
     "xml-parameters": "chatparse.grammar.body_xml_parameters",
     "python-calls": "chatparse.grammar.body_python_calls",
     "bare-key-object": "chatparse.grammar.body_bare_key_object",
@@ -50,6 +52,7 @@ BODY_MODULES: dict[str, str] = {
 # content field's 'chatparse.write.layout'.
 LAYOUT_MODULES: dict[str, str] = {
     "messages": "chatparse.grammar.layout_messages",
+    "parts": "chatparse.grammar.layout_parts",
 }
 BODIES = ("json-call", "json-arguments", *BODY_MODULES)
 # Whitespace a model writes between calls and around them when no separator is spelled out.
@@ -69,6 +72,7 @@ class CallForm:
     parameter: str
     values: Mapping[str, str]
     triggers: tuple[str, ...]
+    arguments: tuple[str, ...] = ("json",)  # how arguments are spelled (see grammar.respell)
 
 
 def _fail(message: str, code: str, **where: Any) -> GrammarError:
@@ -120,7 +124,7 @@ def region_texts(field: CompiledField) -> tuple[str, str]:
 def call_form(field: CompiledField) -> CallForm:
     form = dict(_write(field))
     body = form.get("body", "json-call" if field.content in ("json-calls",) else
-                    "json-arguments" if field.content == "json" else None)
+                    "json-arguments" if field.content in ("json", "json-or-code") else None)
     if body not in BODIES:
         raise _fail(f"Field '{field.name}' ({field.content} parser): no written form a grammar can be built from "
                     f"(found body {body!r}); expected 'chatparse.write' with 'body' one of {list(BODIES)}",
@@ -150,7 +154,7 @@ def call_form(field: CompiledField) -> CallForm:
     return CallForm(begin=begin, end=end, body=body, separator=form.get("separator", ""),
                     group=tuple(group) if group else None, keys=form.get("keys", {}),
                     parameter=form.get("parameter", ""), values=form.get("values", {}),
-                    triggers=tuple(triggers))
+                    triggers=tuple(triggers), arguments=tuple(form.get("arguments", ("json",))))
 
 
 def _partials(markers: Iterable[str]) -> tuple[str, ...]:
@@ -190,15 +194,18 @@ def plan(template: CompiledTemplate) -> Plan:
     reasoning_watched: list[str] = [*ext.end, *ext.next_turn]
     if thinking is not None:
         reasoning_watched.extend(_reasoning_closes(thinking, calls))
+        # A close regex also ends the reasoning at each answer marker it matches (Inkling's <|end_message|>).
+        reasoning_watched.extend(w for w in watched if w and thinking.close and thinking.close.pattern.match(w))
     return Plan(thinking=thinking, calls=calls, end=ext.end[0] if ext.end else None,
                 watched=tuple(dict.fromkeys(watched)), reasoning_watched=tuple(dict.fromkeys(reasoning_watched)),
                 avoid=tuple(dict.fromkeys(avoid)), ends=_turn_ends(ext.end, ext.discard_after_end))
 
 
 def _turn_ends(ends: tuple[str, ...], discarded: tuple[str, ...]) -> tuple[str, ...]:
-    """The end markers a model writes: the first, and the others after which the parser keeps reading (text
-    after the rest, padding and end-of-text tokens, is discarded)."""
-    return ends[:1] + tuple(e for e in ends[1:] if e not in discarded)
+    """The end markers a model may end its turn with: every one the template lists (the parser ends the turn
+    at each). One it also discards after the end is still a real end for some models (Nemotron Nano 2's
+    ``<SPECIAL_12>``), so ``discarded`` keeps none out; the first stays first (the canonical one)."""
+    return tuple(dict.fromkeys(ends))
 
 
 def _avoided(field: CompiledField) -> tuple[str, ...]:
@@ -249,18 +256,20 @@ class Builder:
             # The body is one rule per tool, shared by the call written whole and the one after a trigger.
             if name not in self._bodies:
                 if form.body == "json-call":
-                    node = seq(self.json_call(tool), lit(end))
+                    node = seq(self.json_call(tool), _spelled(end))
                 elif form.body == "json-arguments":
-                    node = seq(self.arguments(tool), lit(end))
+                    node = seq(self.arguments(tool), _spelled(end))
                 else:  # a body written by its own module: write(builder, tool, begin, end) -> the whole call
                     module = importlib.import_module(BODY_MODULES[form.body])
                     node = module.write(self, tool, "", end)
                 self._bodies[name] = self.grammar.add("body", node)
-            self._calls[key] = seq(lit(begin), self._bodies[name])
+            self._calls[key] = seq(_spelled(begin), self._bodies[name])
         return self._calls[key]
 
     def arguments(self, tool: Any) -> Node:
-        return self.schemas.value(dict(tool.parameters), f"tools/{tool.name}/parameters")
+        where = f"tools/{tool.name}/parameters"
+        return alt(*(respell(self.grammar, self.schemas.value(spelled_schema(dict(tool.parameters), s), where), s)
+                     for s in self.form.arguments))
 
     def json_call(self, tool: Any) -> Node:
         keys = self.form.keys
@@ -271,7 +280,12 @@ class Builder:
     # -- the turn -------------------------------------------------------------------------------------
     def calls_node(self, tools: list[Any], *, least: int, most: int | None, skip: str = "") -> Node:
         """``least``..``most`` calls of ``tools`` (with the group around them, separators between), without
-        the first ``skip`` characters (a trigger already written)."""
+        the first ``skip`` characters (a trigger already written). A body module with ``calls(builder, tools,
+        least=, most=, skip=)`` writes the whole run itself (all calls of a region in one value)."""
+        run_of_calls = getattr(importlib.import_module(BODY_MODULES[self.form.body]), "calls", None) \
+            if self.form.body in BODY_MODULES else None
+        if run_of_calls is not None:
+            return run_of_calls(self, tools, least=least, most=most, skip=skip)  # type: ignore[no-any-return]
         group = self.form.group
         one = self.grammar.add("call", alt(*(self.call(t) for t in tools)))
         first = one if group or not skip else self.grammar.add("call", alt(*(self.call(t, skip) for t in tools)))
@@ -297,13 +311,15 @@ class Builder:
         tools = [t for t in self.tools if name is None or t.name == name]
         if choice == "required" or name is not None:
             most = 1 if (name is not None or not parallel) else None
+            tail = opt(alt(*map(lit, self.plan.ends))) if end else EMPTY
+            wrapped = self.wrapped_text(watched)
             return seq(opt(_BETWEEN), self.calls_node(tools, least=1, most=most), opt(_BETWEEN),
-                       opt(alt(*(lit(e) for e in self.plan.ends))) if end else EMPTY)
+                       alt(tail, wrapped) if wrapped else tail)
         # auto: text, then calls started by their trigger (the lazy text holds it), then more text.
         form = self.form
         first = form.triggers[0]
         after = self.calls_node(tools, least=1, most=None if parallel else 1, skip=first)
-        start = Until(rx_escape(first), _excludes(watched, first) + self.plan.avoid)
+        start = Until(rx_escape(first), _excludes(watched, first) + inside_excludes(watched, first) + self.plan.avoid)
         if "opens" in _write(self.plan.calls):  # a trigger that is text unless a call follows it
             return prose_trigger.answer(self, start, after, ending, parallel)
         block = seq(start, after)
@@ -313,18 +329,35 @@ class Builder:
         end = self.plan.end
         avoid = self.plan.avoid
         text = Text(_excludes(watched, "") + avoid, _partials(watched), not_start)
+        wrapped = self.wrapped_text(watched)
         if end is None:
-            return text
-        return alt(*(Until(rx_escape(e), _excludes(watched, e) + avoid, not_start) for e in self.plan.ends), text)
+            return alt(text, wrapped) if wrapped else text
+        return alt(*(Until(rx_escape(e), _excludes(watched, e) + avoid, not_start) for e in self.plan.ends), text,
+                   *([wrapped] if wrapped else []))
+
+    def wrapped_text(self, watched: tuple[str, ...]) -> Node | None:
+        """The answer's text between the markers the content field's written form puts around it (Cohere's
+        ``<|START_RESPONSE|>...<|END_RESPONSE|>``, markers the parser drops), then the end of the turn."""
+        content = self.template.fields.get("content")
+        if content is None or not content.ext.write or self.layout is not None:
+            return None
+        opened, closed = region_texts(content)
+        body = Until(rx_escape(closed), _excludes(watched, closed) + inside_excludes(watched, closed))
+        return seq(lit(opened), body, opt(_BETWEEN), opt(alt(*map(lit, self.plan.ends))) if self.plan.ends else EMPTY)
 
     def reasoning(self, state: str) -> Node:
         if self.layout is not None:
             return self.layout.reasoning(self, state)  # type: ignore[no-any-return]
+        return self.reasoning_block(state)
+
+    def reasoning_block(self, state: str) -> Node:
+        """The reasoning field's block, when the template has one (optional; already open: its text)."""
         thinking = self.plan.thinking
         if thinking is None or state in ("closed", "none"):
             return EMPTY
         opened, closed = region_texts(thinking)
-        body = Until(rx_escape(closed), _excludes(self.plan.reasoning_watched, closed))
+        watched = self.plan.reasoning_watched
+        body = Until(rx_escape(closed), _excludes(watched, closed) + inside_excludes(watched, closed))
         if state == "open":
             return body
         return opt(seq(lit(opened), body))
@@ -340,6 +373,23 @@ def _layout(template: CompiledTemplate) -> Any:
         raise _fail(f"'chatparse.write.layout' is {name!r}; expected one of {list(LAYOUT_MODULES)}", "bad_write_form",
                     field="content")
     return importlib.import_module(LAYOUT_MODULES[name])
+
+
+def _spelled(text: str) -> Node:
+    """A call form's text, each ``{index}`` in it a call counter (Kimi's ``functions.NAME:0``): digits."""
+    pieces = text.split("{index}")
+    return seq(*(node for i, piece in enumerate(pieces) for node in ((Rx("[0-9]{1,3}"),) if i else ()) + (lit(piece),)))
+
+
+def inside_excludes(watched: Iterable[str], stop: str) -> tuple[str, ...]:
+    """Markers the ``stop`` text holds may stand in free text up to ``stop`` only as part of it: each is
+    excluded when more text follows it than follows it in ``stop`` (``Action:`` inside ``\\nAction:``)."""
+    found = []
+    for w in watched:
+        if len(w) > 1 and stop.count(w) == 1:  # one character: a regex's first characters, no marker
+            after = len(stop) - stop.rindex(w) - len(w)
+            found.append(rx_escape(w) + f"(?s:.){{{after + 1}}}")
+    return tuple(found)
 
 
 def _excludes(watched: Iterable[str], stop: str) -> tuple[str, ...]:

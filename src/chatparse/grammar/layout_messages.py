@@ -18,7 +18,7 @@ import re
 from typing import TYPE_CHECKING
 
 from chatparse.grammar.build import _partials, region_texts
-from chatparse.grammar.ir import EMPTY, Node, Text, Until, alt, lit, opt, rx_escape, seq
+from chatparse.grammar.ir import EMPTY, Node, Rep, Text, Until, alt, lit, opt, rx_escape, seq
 from chatparse.grammar.jsonschema import GrammarError
 
 if TYPE_CHECKING:
@@ -74,10 +74,11 @@ def reasoning(builder: Builder, state: str) -> Node:
     return body if state == "open" else opt(seq(lit(opened), body))
 
 
-def _call(builder: Builder, tool: Tool) -> Node:
-    """One call of ``tool`` in any of its spellings (the arguments one rule, shared)."""
+def _call(builder: Builder, tool: Tool, end: str | None = None) -> Node:
+    """One call of ``tool`` in any of its spellings (the arguments one rule, shared); ``end``: the message
+    ends with this instead of the call's own end (a call followed by another message)."""
     spellings = (builder.plan.calls.ext.write or {}).get("also", ())
-    if not spellings:
+    if not spellings and end is None:
         return builder.call(tool)
     form = builder.form
     arguments = builder.grammar.add("arguments", builder.arguments(tool))
@@ -86,8 +87,8 @@ def _call(builder: Builder, tool: Tool) -> Node:
         if not isinstance(spelling, str) or spelling.count("{body}") != 1 or form.body != "json-arguments":
             raise GrammarError(f"'chatparse.write.also' holds calls spelled like 'call' (with '{{body}}' once, a "
                                f"json-arguments body), found {spelling!r}", code="bad_write_form", field="tool_calls")
-        begin, end = spelling.replace("{name}", tool.name).split("{body}")
-        calls.append(seq(lit(begin), arguments, lit(end)))
+        begin, own_end = spelling.replace("{name}", tool.name).split("{body}")
+        calls.append(seq(lit(begin), arguments, lit(own_end if end is None else end)))
     return alt(*calls)
 
 
@@ -98,7 +99,14 @@ def answer(builder: Builder, choice: str | None, name: str | None, parallel: boo
     if choice == "none":
         return text
     tools = [t for t in builder.tools if name is None or t.name == name]
-    call = builder.grammar.add("call", alt(*(_call(builder, t) for t in tools)))
+    call: Node = builder.grammar.add("call", alt(*(_call(builder, t) for t in tools)))
+    thinking = builder.plan.thinking
+    if parallel and name is None and thinking is not None:
+        # Parallel calls: each but the last ends its message with the message end and the next header (as
+        # chat templates render several calls), the last with the call's own end.
+        message_end = region_texts(thinking)[1]
+        earlier = builder.grammar.add("call", alt(*(_call(builder, t, message_end) for t in tools)))
+        call = seq(Rep(seq(earlier, lit(_header(builder)))), call)
     if choice == "required" or name is not None:
         return call
     return alt(text, call)

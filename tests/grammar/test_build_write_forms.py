@@ -28,7 +28,7 @@ TOOLS: list[dict[str, Any]] = [
     ("llama3_json", 'Text {"name": "x"}<|eot_id|>', False),  # starts a call, which must follow
     ("llama3_json", 'Text { "name": 1}<|eot_id|>', False),
     ("llama3_json", '<|python_tag|>{"name": "get_time", "parameters": {}}<|eot_id|>', False),
-    ("llama3_json", "Done.<|end_of_text|>", False),  # the parser discards after it: not written
+    ("llama3_json", "Done.<|end_of_text|>", True),  # every end marker ends the turn (Nemotron's <SPECIAL_12>)
 ])
 def test_free_text_avoids_what_the_parser_reads_as_a_call(family: str, text: str, admitted: bool) -> None:
     prompt = ""

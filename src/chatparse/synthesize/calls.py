@@ -52,6 +52,7 @@ class CallFormat:
     multiple: bool = True
     evidence: tuple[str, ...] = ()
     typing: tuple[str, ...] = ()
+    write: Mapping[str, Any] = field(default_factory=dict)  # chatparse.write (empty: none fits the renders)
 
 
 @dataclass

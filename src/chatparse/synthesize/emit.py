@@ -4,6 +4,7 @@ end, stray markers, content as written, JSON-aware call bodies, truncated calls,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from chatparse.synthesize.calls import NAME_CLASS, CallFormat
@@ -82,7 +83,22 @@ def _calls_field(calls: CallFormat, lexer: Lexer, calls_end_turn: bool) -> tuple
         drop.append(calls.section_close.strip())
     builders = {"json-object": _json_object, "json-array": _json_array, "name-json": _name_json,
                 "xml-params": _xml_params, "python-calls": _python_calls, "bare-key-object": _bare_key}
-    return builders[calls.syntax](calls, lexer), drop
+    field = builders[calls.syntax](calls, lexer)
+    if calls.write:
+        field["chatparse"]["write"] = _write(calls.write, calls_end_turn)
+    return field, drop
+
+
+def _write(form: Mapping[str, Any], calls_end_turn: bool) -> dict[str, Any]:
+    """The written form; a close of all calls that ends the turn is the turn's end marker (written after the
+    calls by the grammar), not part of the group."""
+    out = dict(form)
+    group = out.pop("group", None)
+    if group and calls_end_turn:
+        group = [group[0], ""]
+    if group and any(group):
+        out["group"] = list(group)
+    return out
 
 
 def _json_args(calls: CallFormat, accept: list[str]) -> dict[str, Any]:

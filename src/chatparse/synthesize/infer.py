@@ -15,6 +15,7 @@ from chatparse.synthesize.calls import CallFormat, CallInference, CallSyntaxErro
 from chatparse.synthesize.errors import NotInferableError, RenderError
 from chatparse.synthesize.render import Failure, Renderer, Request
 from chatparse.synthesize.text import Lexer
+from chatparse.synthesize.write import NoWrittenForm, written_form
 
 THINKING_SWITCHES = ("enable_thinking", "thinking")
 
@@ -371,6 +372,7 @@ class LayoutInference:
                 outcomes.add("unknown")
                 continue
             found, post = _cut_at_end(found, post, stoppers)
+            found = self._written(found, sections)
             self.section_one = section_one
             self.note("calls", f"probe form: {label}")
             for line in found.evidence:
@@ -386,6 +388,16 @@ class LayoutInference:
                                     code="calls_refused", probe="one call")
         raise NotInferableError(f"the tool-call syntax could not be inferred: {detail}", code="unknown_call_syntax",
                                 probe="one call")
+
+    def _written(self, calls: CallFormat, sections: Sections) -> CallFormat:
+        """``calls`` with the form a grammar writes them in (``chatparse.write``), when the renders give one."""
+        try:
+            form = written_form(calls, sections, self.lexer)
+        except NoWrittenForm as exc:
+            self.note("calls", f"no written form (tool_grammar needs one): {exc}")
+            return calls
+        self.note("calls", f"written form: {form['call']!r}" + (f" inside {form['group']}" if "group" in form else ""))
+        return replace(calls, write=form)
 
     # --- the end of the turn -------------------------------------------------------------------------
 

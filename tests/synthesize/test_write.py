@@ -1,0 +1,152 @@
+"""Synthesized templates carry the form their model writes calls in (``chatparse.write``), so that
+``tool_grammar`` builds their grammar: random walks through it parse back (as for the built-ins,
+tests/grammar/test_builtins.py) and every turn the chat template itself renders is admitted."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+import jinja2
+import jsonschema
+import pytest
+
+import chatparse
+from chatparse.grammar import GrammarError, tool_grammar
+from chatparse.synthesize import SynthesizedTemplate
+from chatparse.synthesize import probes as P
+from chatparse.synthesize.write import spell_calls
+from tests.grammar.test_builtins import CHOICES, STRESS_TOOLS, _check_message
+from tests.grammar.walk import accepts, walk
+from tests.streamcheck import random_split, stream
+from tests.synthesize.families import FAMILIES, source
+
+Get = Callable[[str], SynthesizedTemplate]
+
+# Templates whose written form needs what the grammar builder does not have on this branch, with the form
+# the synthesis emits (the one the built-in of the family writes where it has one).
+PENDING_FORMS: dict[str, dict[str, Any]] = {
+    # '{index}': a call counter (grammar-json branch)
+    "kimi_k2": {"call": "<|tool_call_begin|>functions.{name}:{index}<|tool_call_argument_begin|>{body}"
+                        "<|tool_call_end|>", "body": "json-arguments",
+                "group": ["<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"]},
+    # '{string}': DSML's string="true" (raw text) / "false" (JSON) attribute (grammar-xml branch)
+    "deepseek_v3_2": {"call": '<｜DSML｜invoke name="{name}">\n{body}</｜DSML｜invoke>', "body": "xml-parameters",
+                      "parameter": '<｜DSML｜parameter name="{key}" string="{string}">{value}</｜DSML｜parameter>\n',
+                      "separator": "\n", "group": ["<｜DSML｜function_calls>\n", "\n</｜DSML｜function_calls>"]},
+    # the bare-key-object body (grammar-misc branch): on this branch no_write_form
+    "gemma4": {"call": "<|tool_call>call:{name}{body}<tool_call|>", "body": "bare-key-object",
+               "values": {"order": "sorted"}},
+}
+# Templates whose grammar writes calls only as rendered, with why the rest is not: harmony (gpt-oss) writes
+# the answer and a call after reasoning as messages of their own ('<|start|>assistant' header,
+# '<|channel|>final<|message|>'), markers the parser drops and a grammar writes only with the messages
+# layout (grammar-misc branch); a turn of calls alone is admitted.
+CALLS_ONLY: dict[str, str] = {"gpt_oss": "messages layout"}
+GRAMMAR = sorted(set(FAMILIES) - set(PENDING_FORMS))
+
+
+def _prompt(result: SynthesizedTemplate) -> P.Prompt:
+    """The prompt with reasoning switched on where the template has a switch, else the default one."""
+    on = [p for p in result.prompts if p.label in ("thinking=True", "enable_thinking=True")]
+    return on[0] if on else next(p for p in result.prompts if p.label == "default")
+
+
+def test_a_form_spells_calls_as_rendered() -> None:
+    form = {"call": "<c>{name}:{index}{body}</c>", "group": ["<all>", "</all>"], "separator": "\n"}
+    text = spell_calls(form, [P.CALL_A, P.CALL_NONE], lambda c: str(len(c.arguments)))
+    assert text == "<all><c>get_weather:02</c>\n<c>get_time:10</c></all>"
+
+
+@pytest.mark.parametrize("name", sorted(PENDING_FORMS))
+def test_forms_the_builder_gets_elsewhere(synthesized: Get, name: str) -> None:
+    assert synthesized(name)["fields"]["tool_calls"]["chatparse"]["write"] == PENDING_FORMS[name]
+
+
+def test_a_body_kind_the_builder_lacks_is_named(synthesized: Get) -> None:
+    with pytest.raises(GrammarError) as info:
+        tool_grammar(dict(synthesized("gemma4")), STRESS_TOOLS)
+    assert info.value.code == "no_write_form"
+
+
+@pytest.mark.parametrize("name", GRAMMAR)
+def test_random_walks_parse_back(synthesized: Get, name: str) -> None:
+    template = dict(synthesized(name))
+    prefix = _prompt(synthesized(name)).text
+    rng = random.Random(name)
+    finished = 0
+    for choice, parallel in CHOICES:
+        grammar = tool_grammar(template, STRESS_TOOLS, tool_choice=choice, parallel_tool_calls=parallel,
+                               prefix=prefix)
+        literals = sorted(grammar.grammar.literals())
+        for _ in range(4):
+            text = walk(grammar.lark, rng, literals)
+            if text is None:
+                continue
+            finished += 1
+            where = f"{name} {choice} parallel={parallel}: {text!r}"
+            message = chatparse.parse_response(text, template, prefix=prefix, tools=STRESS_TOOLS)
+            try:
+                _check_message(message, choice, parallel)
+            except (AssertionError, jsonschema.ValidationError) as exc:
+                raise AssertionError(f"{where}\n-> {message}\n{exc}") from exc
+            streamed, _ = stream(template, prefix, random_split(text, rng), tools=STRESS_TOOLS)
+            assert streamed == message, where
+    assert finished >= 12, f"only {finished} of 24 walks finished"
+
+
+MESSAGES: list[dict[str, Any]] = [
+    {"content": P.CONTENT}, {"content": P.CONTENT, "reasoning": P.REASONING}, {"calls": [P.CALL_A]},
+    {"calls": [P.CALL_A], "reasoning": P.REASONING}, {"calls": [P.CALL_A, P.CALL_B]}, {"calls": [P.CALL_NONE]},
+    {"calls": [P.CALL_TYPED]}, {"calls": [P.CALL_B], "content": P.CONTENT},
+]
+
+
+def _turns(result: SynthesizedTemplate, name: str) -> list[tuple[str, str, bool, bool]]:
+    """(prompt, generated turn up to its end marker, has calls, calls only) for each message the chat
+    template renders after each generation prompt it continues."""
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    tokens = {k: v for k, v in FAMILIES[name]["tokens"].items() if k != "end_tokens"}
+    base = P.base(result.format.with_system)
+    ends = result.get("chatparse", {}).get("end", [])
+    turns = []
+    for prompt in result.prompts:
+        if prompt.after_tool:
+            continue
+        for spec in MESSAGES:
+            message = P.assistant(result.format.form, **spec)
+            try:
+                rendered = render_jinja_template(conversations=[[*base, message]], tools=P.TOOLS,
+                                                 chat_template=source(name), **tokens,
+                                                 **prompt.switches)[0][0]  # type: ignore[index]
+            except jinja2.TemplateError:  # a message the template refuses (Llama 3: two calls)
+                continue
+            if not rendered.startswith(prompt.text):
+                continue
+            text = rendered[len(prompt.text):]
+            found = [(text.find(e), e) for e in ends if e in text]
+            if found:
+                at, marker = min(found)
+                text = text[: at + len(marker)]
+            turns.append((prompt.text, text, bool(spec.get("calls")), set(spec) == {"calls"}))
+    return turns
+
+
+@pytest.mark.parametrize("name", GRAMMAR)
+def test_the_grammar_admits_what_the_chat_template_renders(synthesized: Get, name: str) -> None:
+    result = synthesized(name)
+    template = dict(result)
+    turns = _turns(result, name)
+    assert any(calls for _, _, calls, _ in turns)
+    for prompt, text, has_calls, calls_only in turns:
+        ok, why = accepts(tool_grammar(template, P.TOOLS, prefix=prompt).lark, text)
+        if name in CALLS_ONLY and not calls_only:
+            assert not ok, f"{text!r} is admitted: {name} is no longer calls-only"
+            continue
+        assert ok, f"auto grammar rejects {text!r} after {prompt[-40:]!r}: {why}"
+        message = chatparse.parse_response(text, template, prefix=prompt, tools=P.TOOLS)
+        if has_calls and not message.get("content"):
+            ok, why = accepts(tool_grammar(template, P.TOOLS, tool_choice="required", prefix=prompt).lark, text)
+            assert ok, f"required grammar rejects {text!r}: {why}"

@@ -14,7 +14,7 @@ import pytest
 
 import chatparse
 from chatparse.grammar import GrammarError, tool_grammar
-from chatparse.synthesize import SynthesizedTemplate
+from chatparse.synthesize import SynthesizedTemplate, synthesize_template
 from chatparse.synthesize import probes as P
 from chatparse.synthesize.write import spell_calls
 from tests.grammar.test_builtins import CHOICES, STRESS_TOOLS, _check_message
@@ -46,6 +46,33 @@ PENDING_FORMS: dict[str, dict[str, Any]] = {
 CALLS_ONLY: dict[str, str] = {"gpt_oss": "messages layout"}
 GRAMMAR = sorted(set(FAMILIES) - set(PENDING_FORMS))
 
+HEAD = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
+TAIL = "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+# Small templates of syntaxes the family templates do not use: (source, whether a form is written).
+INLINE: dict[str, tuple[str, bool]] = {
+    "json_array": (HEAD + "{% if m.tool_calls %}<tools>[{% for c in m.tool_calls %}{\"name\": \"{{ c.function.name }}"
+                   "\", \"arguments\": {{ c.function.arguments | tojson }}}{% if not loop.last %}, {% endif %}"
+                   "{% endfor %}]</tools>{% endif %}" + TAIL, True),
+    "python_calls": (HEAD + "{% if m.tool_calls %}[{% for c in m.tool_calls %}{{ c.function.name }}("
+                     "{% for k, v in c.function.arguments.items() %}{{ k }}={{ v | tojson }}{% if not loop.last %}, "
+                     "{% endif %}{% endfor %}){% if not loop.last %}, {% endif %}{% endfor %}]{% endif %}" + TAIL, False),
+}
+_INLINE_CACHE: dict[str, SynthesizedTemplate] = {}
+
+
+def _inline(name: str) -> SynthesizedTemplate:
+    if name not in _INLINE_CACHE:
+        _INLINE_CACHE[name] = synthesize_template(INLINE[name][0], verify_messages=20)
+    return _INLINE_CACHE[name]
+
+
+def _get(synthesized: Get, name: str) -> tuple[SynthesizedTemplate, str, dict[str, Any]]:
+    """The synthesis of ``name`` (a family or an inline template), its source and its special tokens."""
+    if name in INLINE:
+        return _inline(name), INLINE[name][0], {}
+    tokens = {k: v for k, v in FAMILIES[name]["tokens"].items() if k != "end_tokens"}
+    return synthesized(name), source(name), tokens
+
 
 def _prompt(result: SynthesizedTemplate) -> P.Prompt:
     """The prompt with reasoning switched on where the template has a switch, else the default one."""
@@ -70,10 +97,25 @@ def test_a_body_kind_the_builder_lacks_is_named(synthesized: Get) -> None:
     assert info.value.code == "no_write_form"
 
 
-@pytest.mark.parametrize("name", GRAMMAR)
+@pytest.mark.parametrize("name", sorted(n for n, (_, written) in INLINE.items() if not written))
+def test_no_form_where_no_body_kind_fits(name: str) -> None:
+    result = _inline(name)
+    assert result.exact
+    assert "write" not in result["fields"]["tool_calls"]["chatparse"]
+    assert any("no written form" in line for _, line in result.format.evidence)
+    with pytest.raises(GrammarError) as info:
+        tool_grammar(dict(result), STRESS_TOOLS)
+    assert info.value.code == "no_write_form"
+
+
+WALKED = GRAMMAR + sorted(n for n, (_, written) in INLINE.items() if written)
+
+
+@pytest.mark.parametrize("name", WALKED)
 def test_random_walks_parse_back(synthesized: Get, name: str) -> None:
-    template = dict(synthesized(name))
-    prefix = _prompt(synthesized(name)).text
+    result = _get(synthesized, name)[0]
+    template = dict(result)
+    prefix = _prompt(result).text
     rng = random.Random(name)
     finished = 0
     for choice, parallel in CHOICES:
@@ -103,12 +145,12 @@ MESSAGES: list[dict[str, Any]] = [
 ]
 
 
-def _turns(result: SynthesizedTemplate, name: str) -> list[tuple[str, str, bool, bool]]:
+def _turns(result: SynthesizedTemplate, chat_template: str,
+           tokens: dict[str, Any]) -> list[tuple[str, str, bool, bool]]:
     """(prompt, generated turn up to its end marker, has calls, calls only) for each message the chat
     template renders after each generation prompt it continues."""
     from transformers.utils.chat_template_utils import render_jinja_template
 
-    tokens = {k: v for k, v in FAMILIES[name]["tokens"].items() if k != "end_tokens"}
     base = P.base(result.format.with_system)
     ends = result.get("chatparse", {}).get("end", [])
     turns = []
@@ -119,7 +161,7 @@ def _turns(result: SynthesizedTemplate, name: str) -> list[tuple[str, str, bool,
             message = P.assistant(result.format.form, **spec)
             try:
                 rendered = render_jinja_template(conversations=[[*base, message]], tools=P.TOOLS,
-                                                 chat_template=source(name), **tokens,
+                                                 chat_template=chat_template, **tokens,
                                                  **prompt.switches)[0][0]  # type: ignore[index]
             except jinja2.TemplateError:  # a message the template refuses (Llama 3: two calls)
                 continue
@@ -134,11 +176,11 @@ def _turns(result: SynthesizedTemplate, name: str) -> list[tuple[str, str, bool,
     return turns
 
 
-@pytest.mark.parametrize("name", GRAMMAR)
+@pytest.mark.parametrize("name", WALKED)
 def test_the_grammar_admits_what_the_chat_template_renders(synthesized: Get, name: str) -> None:
-    result = synthesized(name)
+    result, chat_template, tokens = _get(synthesized, name)
     template = dict(result)
-    turns = _turns(result, name)
+    turns = _turns(result, chat_template, tokens)
     assert any(calls for _, _, calls, _ in turns)
     for prompt, text, has_calls, calls_only in turns:
         ok, why = accepts(tool_grammar(template, P.TOOLS, prefix=prompt).lark, text)

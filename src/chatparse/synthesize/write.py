@@ -87,9 +87,7 @@ def _json_style(section: str, call: Call) -> Callable[[Any], str]:
 def _object_form(text: str, call: Call) -> tuple[str, int, int]:
     """The call object of ``call`` in ``text`` with its name as ``{name}`` and its arguments as ``{body}``,
     and where the object starts and ends in ``text``."""
-    for start, end, value in json_values(text):
-        if not isinstance(value, dict):
-            continue
+    for start, end in _objects(text):
         obj = text[start:end]
         inner = next(((a + 1, b + 1) for a, b, v in json_values(obj[1:]) if same_json(v, call.arguments)), None)
         name = json.dumps(call.name)
@@ -102,6 +100,18 @@ def _object_form(text: str, call: Call) -> tuple[str, int, int]:
         return head.replace(name, named) + "{body}" + tail.replace(name, named), start, end
     raise NoWrittenForm(f"no call object with the arguments as a JSON value in {text[:160]!r} (arguments "
                         "written as a JSON string have no body kind yet)")
+
+
+def _objects(text: str) -> list[tuple[int, int]]:
+    """Where the JSON objects of ``text`` are: outermost ones and those directly inside an outermost array."""
+    out: list[tuple[int, int]] = []
+    for start, end, value in json_values(text):
+        if isinstance(value, dict):
+            out.append((start, end))
+        elif isinstance(value, list):
+            out += [(start + 1 + a, start + 1 + b) for a, b, v in json_values(text[start + 1: end - 1])
+                    if isinstance(v, dict)]
+    return out
 
 
 def _json_object(calls: CallFormat, sections: Sections, lexer: Lexer) -> tuple[Form, Speller]:

@@ -5,6 +5,7 @@ tests/grammar/test_builtins.py) and every turn the chat template itself renders 
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +17,7 @@ import chatparse
 from chatparse.grammar import GrammarError, tool_grammar
 from chatparse.synthesize import SynthesizedTemplate, synthesize_template
 from chatparse.synthesize import probes as P
-from chatparse.synthesize.write import spell_calls
+from chatparse.synthesize.write import NoWrittenForm, _index_form, spell_calls, written_form
 from tests.grammar.test_builtins import CHOICES, STRESS_TOOLS, _check_message
 from tests.grammar.walk import accepts, walk
 from tests.streamcheck import random_split, stream
@@ -86,6 +87,30 @@ def test_a_form_spells_calls_as_rendered() -> None:
     assert text == "<all><c>get_weather:02</c>\n<c>get_time:10</c></all>"
 
 
+def test_a_counter_after_the_name_is_an_index() -> None:
+    assert _index_form([":0<|arg|>", ":1<|arg|>"]) == ":{index}<|arg|>"
+    assert _index_form(["<sep>", "<sep>"]) == "<sep>"
+    with pytest.raises(NoWrittenForm, match="different texts after their names"):
+        _index_form([":7<|arg|>", ":3<|arg|>"])  # digits that differ but do not count the calls
+    with pytest.raises(NoWrittenForm):
+        _index_form(["<a>", "<b>"])
+
+
+def test_a_form_that_does_not_spell_the_render_is_refused() -> None:
+    """A section whose second call is written differently from the first (a call form cannot say so)."""
+    from chatparse.synthesize.calls import CallFormat, Sections
+    from chatparse.synthesize.text import Lexer
+
+    one = '<c>{"name": "get_weather", "arguments": {"city": "Seoul", "days": 2}}</c>'
+    two = one + '<d>{"name": "write_file", "arguments": {"path": "notes/a.txt", "content": "first line"}}</d>'
+    calls = CallFormat("json-object", item_open="<c>", item_close="</c>",
+                       json_keys={"name_key": "name", "arguments_key": "arguments"})
+    with pytest.raises(NoWrittenForm, match="spells"):
+        written_form(calls, Sections(one, two, None, None), Lexer([]))
+    form = written_form(replace(calls, multiple=False), Sections(one, None, None, None), Lexer([]))
+    assert form == {"call": '<c>{"name": "{name}", "arguments": {body}}</c>', "body": "json-arguments"}
+
+
 @pytest.mark.parametrize("name", sorted(PENDING_FORMS))
 def test_forms_the_builder_gets_elsewhere(synthesized: Get, name: str) -> None:
     assert synthesized(name)["fields"]["tool_calls"]["chatparse"]["write"] == PENDING_FORMS[name]
@@ -115,6 +140,7 @@ WALKED = GRAMMAR + sorted(n for n, (_, written) in INLINE.items() if written)
 def test_random_walks_parse_back(synthesized: Get, name: str) -> None:
     result = _get(synthesized, name)[0]
     template = dict(result)
+    assert "write" in template["fields"]["tool_calls"]["chatparse"]  # written as rendered, not a derived default
     prefix = _prompt(result).text
     rng = random.Random(name)
     finished = 0

@@ -5,8 +5,8 @@ tests/grammar/test_builtins.py) and every turn the chat template itself renders 
 from __future__ import annotations
 
 import random
-from dataclasses import replace
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import jinja2

@@ -129,7 +129,10 @@ def _json_array(calls: CallFormat, sections: Sections, lexer: Lexer) -> tuple[Fo
     separator = ", "
     if calls.multiple and sections.two is not None:
         first = _object_form(sections.two, CALL_A)
-        separator = sections.two[first[2]: sections.two.index("{", first[2])]
+        after = sections.two.find("{", first[2])
+        if after < 0:
+            raise NoWrittenForm(f"no second call object after the first in {sections.two[:160]!r}")
+        separator = sections.two[first[2]: after]
     form: Form = {"call": core, "body": "json-arguments", "separator": separator,
                   "group": [calls.section_open + array_open, array_close + calls.section_close]}
     dump = _json_style(one, CALL_A)

@@ -85,17 +85,18 @@ def _calls_field(calls: CallFormat, lexer: Lexer, calls_end_turn: bool) -> tuple
                 "xml-params": _xml_params, "python-calls": _python_calls, "bare-key-object": _bare_key}
     field = builders[calls.syntax](calls, lexer)
     if calls.write:
-        field["chatparse"]["write"] = _write(calls.write, calls_end_turn)
+        field["chatparse"]["write"] = _write(calls.write, calls.section_close.strip() if calls_end_turn else "")
     return field, drop
 
 
-def _write(form: Mapping[str, Any], calls_end_turn: bool) -> dict[str, Any]:
-    """The written form; a close of all calls that ends the turn is the turn's end marker (written after the
-    calls by the grammar), not part of the group."""
+def _write(form: Mapping[str, Any], turn_end: str) -> dict[str, Any]:
+    """The written form; a close of all calls that ends the turn (``turn_end``) is the turn's end marker
+    (written after the calls by the grammar), not part of the group."""
     out = dict(form)
     group = out.pop("group", None)
-    if group and calls_end_turn:
-        group = [group[0], ""]
+    if group and turn_end and group[1].rstrip().endswith(turn_end):
+        close = group[1].rstrip()
+        group = [group[0], close[: len(close) - len(turn_end)]]
     if group and any(group):
         out["group"] = list(group)
     return out

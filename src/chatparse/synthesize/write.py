@@ -34,6 +34,10 @@ def written_form(calls: CallFormat, sections: Sections, lexer: Lexer) -> Form:
         raise NoWrittenForm(f"no body kind writes {calls.syntax} calls yet")
     form, spell = builders[calls.syntax](calls, sections, lexer)
     form = _tidy(form)
+    start = (form.get("group") or [""])[0] or regex.split(r"\{name\}|\{body\}|\{index\}", form["call"])[0]
+    if not start.strip():
+        raise NoWrittenForm(f"a call starts with its name, no fixed text before it ({form['call']!r}): nothing "
+                            "tells a call from text")
     probes: list[tuple[str | None, list[Call]]] = [(sections.one, [CALL_A]), (sections.none, [CALL_NONE]),
                                                     (sections.typed, [CALL_TYPED])]
     if calls.multiple:

@@ -21,7 +21,18 @@ from tests.streamcheck import random_split, stream
 
 RENDERED = Path(__file__).parent.parent / "templates" / "rendered"
 # Built-ins with no grammar yet, each with the reason (the test below checks the reason is still true).
-NO_GRAMMAR: dict[str, str] = {}
+NO_GRAMMAR: dict[str, str] = {
+    # Calls with or without an <ifm|arg_type> element, or as a JSON object: three spellings one write form
+    # cannot give.
+    "k2_horizon": "no_write_form",
+    # Keys with an index attribute counted per call and a response/tools wrapper around calls and content.
+    "kimi_k3": "no_write_form",
+    # A free-form object is written as nested elements of any name: no grammar matches a close to its open.
+    "minimax_m3": "no_write_form",
+    # Harmony-like messages: content and each call are messages of their own (' to=user<|message|>...').
+    "muse_glimmer": "no_write_form",
+    "muse_spark": "no_write_form",
+}
 
 # Schemas that stress the argument grammar: nesting, arrays, enums, unions, nullable, no parameters,
 # strings (which walks fill with markers, newlines and non-ASCII text).
@@ -145,7 +156,8 @@ def test_the_grammar_admits_what_the_chat_template_renders(family: str) -> None:
         ok, why = accepts(tool_grammar(template, tools, prefix=prompt).lark, text)
         assert ok, f"auto grammar rejects {text!r}: {why}"
         message = chatparse.parse_response(text, template, prefix=prompt, tools=tools)
-        if has_calls and not message.get("content"):
+        # (a chat template that drops the calls, LFM2's, renders a turn with none: nothing to require)
+        if has_calls and message.get("tool_calls") and not message.get("content"):
             ok, why = accepts(tool_grammar(template, tools, tool_choice="required", prefix=prompt).lark, text)
             assert ok, f"required grammar rejects {text!r}: {why}"
 

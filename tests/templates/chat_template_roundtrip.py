@@ -126,12 +126,14 @@ def expected_message(turn: dict[str, Any], output: str) -> dict[str, Any]:
 
 
 def round_trip(family: str, source: str, turn: str, kwargs: dict[str, Any], system: bool = True,
-               string_arguments: bool = False, reasoning_prefix: str = "",
+               string_arguments: bool = False, reasoning_prefix: str = "", system_suffix: str = "",
                ) -> tuple[dict[str, Any], dict[str, Any], str] | None:
     """(parsed, expected, generated text) for one assistant turn rendered by ``source``; None when the
     rendering is no generation from the prompt (see ``generated``). ``reasoning_prefix``: words the prompt
-    pre-writes that are part of the reasoning (Apriel 1.6's 'Here are my reasoning steps:')."""
-    history = [SYSTEM, USER] if system else [USER]
+    pre-writes that are part of the reasoning (Apriel 1.6's 'Here are my reasoning steps:');
+    ``system_suffix``: a switch the template reads from the system message (Nemotron's ' /no_think')."""
+    system_message = {**SYSTEM, "content": SYSTEM["content"] + system_suffix}
+    history = [system_message, USER] if system else [USER]
     prompt = render(source, history, True, kwargs, string_arguments)
     full = render(source, [*history, TURNS[turn]], False, kwargs, string_arguments)
     output = generated(family, prompt, full)

@@ -67,9 +67,13 @@ def _reasoning_state(template: CompiledTemplate, builder: Builder, prefix: str) 
     if thinking is None:
         return "none"
     parser = ResponseParser(template, prefix=prefix)
-    if parser.current_region == thinking.name:
-        return "open"
     opened, closed = region_texts(thinking)
+    # A prompt ending in the close itself may leave the parser's region open (a close pattern with more
+    # alternatives waits for the next character): the written close decides.
+    if parser.current_region == thinking.name and not prefix.rstrip().endswith(closed):
+        return "open"
+    if prefix.rstrip().endswith(opened):  # an open the parser holds back (its pattern may still go on)
+        return "open"
     at = prefix.rfind(opened)
     if at >= 0 and prefix.find(closed, at + len(opened)) >= 0 and not prefix[at:].rstrip().endswith(opened):
         tail = prefix[prefix.find(closed, at) + len(closed):]

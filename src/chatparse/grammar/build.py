@@ -18,8 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import regex
-
+from chatparse.grammar import prose_trigger
 from chatparse.grammar.ir import (
     EMPTY,
     Grammar,
@@ -30,11 +29,11 @@ from chatparse.grammar.ir import (
     Text,
     Until,
     alt,
-    any_of,
     lit,
     opt,
     rx_escape,
     seq,
+    trie,
 )
 from chatparse.grammar.jsonschema import OWS, GrammarError, SchemaGrammar
 from chatparse.template.compile import CompiledField, CompiledTemplate, Delimiter
@@ -42,8 +41,17 @@ from chatparse.template.compile import CompiledField, CompiledTemplate, Delimite
 CHOICES = ("auto", "required", "none")
 # Bodies written by modules of their own (each has ``write(builder, tool, begin, end) -> Node``).
 BODY_MODULES: dict[str, str] = {
+    "xml-parameters": "chatparse.grammar.body_xml_parameters",
+    "python-calls": "chatparse.grammar.body_python_calls",
+    "bare-key-object": "chatparse.grammar.body_bare_key_object",
 }
-BODIES = ("json-call", "json-arguments", "xml-parameters", *BODY_MODULES)
+# Turn layouts beyond reasoning then answer, written by modules of their own (each has
+# ``reasoning(builder, state) -> Node`` and ``answer(builder, choice, name, parallel) -> Node``), named by the
+# content field's 'chatparse.write.layout'.
+LAYOUT_MODULES: dict[str, str] = {
+    "messages": "chatparse.grammar.layout_messages",
+}
+BODIES = ("json-call", "json-arguments", *BODY_MODULES)
 # Whitespace a model writes between calls and around them when no separator is spelled out.
 _BETWEEN = Rx(r"[ \t\n]{1,4}")
 
@@ -146,7 +154,9 @@ def call_form(field: CompiledField) -> CallForm:
 
 
 def _partials(markers: Iterable[str]) -> tuple[str, ...]:
-    return tuple(sorted({rx_escape(m[:i]) for m in markers for i in range(1, len(m))}))
+    """A regex for the first part of any marker, as a trie (a whole marker matches too)."""
+    markers = [m for m in markers if m]
+    return (trie(markers, prefixes=True),) if markers else ()
 
 
 @dataclass(frozen=True)
@@ -158,6 +168,8 @@ class Plan:
     end: str | None
     watched: tuple[str, ...]  # texts the parser reacts to in the answer's free text
     reasoning_watched: tuple[str, ...]
+    ends: tuple[str, ...] = ()  # the markers a model ends its turn with
+    avoid: tuple[str, ...] = ()  # regexes of openers given by 'chatparse.write.avoid' (free text avoids them)
 
 
 def plan(template: CompiledTemplate) -> Plan:
@@ -169,14 +181,44 @@ def plan(template: CompiledTemplate) -> Plan:
     thinking = fields.get("thinking") if "thinking" in fields and fields["thinking"].open is not None else None
     ext = template.ext
     watched: list[str] = [*ext.end, *ext.next_turn, *ext.drop]
+    avoid: list[str] = []
     for f in fields.values():
-        watched.extend(watched_texts(f.open))
+        written = _avoided(f)
+        avoid.extend(written)
+        watched.extend(_write(f).get("trigger", ()) if written else watched_texts(f.open))
         watched.extend(f.ext.lone_close)
     reasoning_watched: list[str] = [*ext.end, *ext.next_turn]
     if thinking is not None:
-        reasoning_watched.extend(watched_texts(thinking.close))
+        reasoning_watched.extend(_reasoning_closes(thinking, calls))
     return Plan(thinking=thinking, calls=calls, end=ext.end[0] if ext.end else None,
-                watched=tuple(dict.fromkeys(watched)), reasoning_watched=tuple(dict.fromkeys(reasoning_watched)))
+                watched=tuple(dict.fromkeys(watched)), reasoning_watched=tuple(dict.fromkeys(reasoning_watched)),
+                avoid=tuple(dict.fromkeys(avoid)), ends=_turn_ends(ext.end, ext.discard_after_end))
+
+
+def _turn_ends(ends: tuple[str, ...], discarded: tuple[str, ...]) -> tuple[str, ...]:
+    """The end markers a model writes: the first, and the others after which the parser keeps reading (text
+    after the rest, padding and end-of-text tokens, is discarded)."""
+    return ends[:1] + tuple(e for e in ends[1:] if e not in discarded)
+
+
+def _avoided(field: CompiledField) -> tuple[str, ...]:
+    """The field's 'chatparse.write.avoid': regexes free text must not match (the openers the parser reacts to,
+    where its open pattern gives no literal text), in place of what the opener's regex implies (its written
+    triggers stay watched)."""
+    avoid = _write(field).get("avoid", ())
+    if isinstance(avoid, str) or not all(isinstance(a, str) and a for a in avoid):
+        raise _fail(f"Field '{field.name}': 'chatparse.write.avoid' must be a list of regexes, found {avoid!r}",
+                    "bad_write_form", field=field.name)
+    return tuple(avoid)
+
+
+def _reasoning_closes(thinking: CompiledField, calls: CompiledField) -> tuple[str, ...]:
+    """Texts that close the reasoning. A close regex with no fixed texts (``</think>|(?=<tool_call>...)``:
+    reasoning also ends where a call starts) is its written close and the calls' openers."""
+    close = thinking.close
+    if close is None or close.literals or close.info.anchors:
+        return watched_texts(close)
+    return (region_texts(thinking)[1], *watched_texts(calls.open))
 
 
 class Builder:
@@ -189,6 +231,7 @@ class Builder:
         self.form = call_form(self.plan.calls)
         self._bodies: dict[str, Node] = {}
         self._calls: dict[tuple[str, str], Node] = {}
+        self.layout = _layout(template)
 
     # -- one call -------------------------------------------------------------------------------------
     def call(self, tool: Any, skip: str = "") -> Node:
@@ -209,12 +252,9 @@ class Builder:
                     node = seq(self.json_call(tool), lit(end))
                 elif form.body == "json-arguments":
                     node = seq(self.arguments(tool), lit(end))
-                elif form.body == "xml-parameters":
-                    node = self.xml_parameters(tool, end)
                 else:  # a body written by its own module: write(builder, tool, begin, end) -> the whole call
                     module = importlib.import_module(BODY_MODULES[form.body])
-                    self._calls[key] = module.write(self, tool, begin, end)
-                    return self._calls[key]
+                    node = module.write(self, tool, "", end)
                 self._bodies[name] = self.grammar.add("body", node)
             self._calls[key] = seq(lit(begin), self._bodies[name])
         return self._calls[key]
@@ -227,102 +267,6 @@ class Builder:
         name_key, args_key = keys.get("name", "name"), keys.get("arguments", "arguments")
         return seq(Lit("{"), OWS, Lit(json.dumps(name_key)), OWS, Lit(":"), OWS, Lit(json.dumps(tool.name)), OWS,
                    Lit(","), OWS, Lit(json.dumps(args_key)), OWS, Lit(":"), OWS, self.arguments(tool), OWS, Lit("}"))
-
-    def xml_parameters(self, tool: Any, end: str) -> Node:
-        """Parameters one by one in schema order (``parameter`` form ``<parameter={key}>\\n{value}\\n</parameter>\\n``),
-        then the call's ``end``. A string value is raw text that ends at its close only where the next
-        parameter or the call's end follows (the parser's structural rule), so it may hold any marker but
-        that close followed by structure; other values are JSON (an enum: one of its literals)."""
-        template = self.form.parameter
-        if template.count("{key}") != 1 or template.count("{value}") != 1 or \
-                template.index("{key}") > template.index("{value}"):
-            raise _fail(f"'chatparse.write.parameter' must hold '{{key}}' then '{{value}}', found {template!r}",
-                        "bad_write_form", field="tool_calls")
-        head, rest = template.split("{key}")
-        between, tail = rest.split("{value}")
-        close, marker, head_marker = tail.rstrip(), tail.strip(), head.lstrip()
-        following = end.lstrip()
-        end_marker = following[: following.index(">") + 1] if ">" in following else following
-        if not marker or not head_marker or not end_marker:
-            raise _fail(f"'chatparse.write.parameter' {template!r} (with the call's end {end!r}) needs text before "
-                        "the key, after the value and after the last parameter", "bad_write_form",
-                        field="tool_calls")
-        schema = dict(tool.parameters)
-        props: dict[str, Any] = dict(schema.get("properties") or {})
-        required = set(schema.get("required") or ())
-        names = list(props)
-        # What the parser takes as structure after a value's close: the next parameter, the markers of the
-        # call's end, the region's close, and every marker it watches in the turn.
-        ends = regex.findall(r"<[^<>]+>", following)
-        structure = list(dict.fromkeys(w for w in (head_marker, end_marker, *ends, *watched_texts(self.plan.calls.close),
-                                                   *self.plan.watched) if w))
-        stray = rx_escape(marker) + r"\s*[^<>\s][^<>]*" + rx_escape(end_marker)
-
-        def stop(cont: str) -> Until:
-            """A string value, its close and ``cont`` (the next structure's first marker)."""
-            # A long run of whitespace after the close: the parser looks only so far for what follows.
-            excludes = [stray, rx_escape(marker) + _LONG_GAP]
-            others = [rx_escape(w) for w in structure if not cont.startswith(w)]
-            if others:
-                excludes.append(rx_escape(marker) + _GAP + any_of(others))
-            not_start: tuple[str, ...] = ()
-            lead = close[: len(close) - len(marker)] if close.endswith(marker) else ""
-            if lead:  # the close is "\\n</parameter>": the bare marker before structure would end it too
-                firsts = "".join(sorted({rx_escape(w[0]) for w in (cont, *structure)}))
-                excludes.append(f"[^{rx_escape(lead[-1])}]" + rx_escape(marker) + _GAP + f"[{firsts}]")
-                not_start = (rx_escape(marker),)
-            return Until(rx_escape(close) + _SHORT_GAP + rx_escape(cont), tuple(dict.fromkeys(excludes)), not_start)
-
-        picks: dict[int, Node] = {}
-
-        def more(i: int) -> tuple[Node | None, bool]:
-            """(the choice of the next member from ``i`` on, None if none may come; whether the call may end)."""
-            may_end = not any(n in required for n in names[i:])
-            return (pick(i) if i < len(names) else None), may_end
-
-        def pick(i: int) -> Node:
-            if i not in picks:
-                picks[i] = EMPTY  # placeholder against re-entry
-                options: list[Node] = []
-                for j in range(i, len(names)):
-                    options.append(seq(lit(names[j] + between), member(j)))
-                    if names[j] in required:
-                        break
-                picks[i] = self.grammar.add("param", alt(*options))
-            return picks[i]
-
-        def member(j: int) -> Node:
-            """Member ``j``'s value and what follows it: the next member or the call's end."""
-            nxt, may_end = more(j + 1)
-            sub = props[names[j]]
-            if _raw_string(sub):
-                options: list[Node] = []
-                if nxt is not None:
-                    options.append(seq(stop(head_marker), nxt))
-                if may_end:
-                    options.append(seq(stop(end_marker), lit(following[len(end_marker):])))
-                return alt(*options)
-            choices = _choices(sub)
-            if choices is not None:  # string members raw, as string values are written; others as JSON
-                value: Node = alt(*(lit(c if isinstance(c, str) else json.dumps(c)) for c in choices))
-            elif isinstance(sub, Mapping) and sub.get("type") == "boolean":  # chat templates write Python's too
-                value = alt(*(Lit(v) for v in ("true", "false", "True", "False")))
-            else:
-                value = self.schemas.value(sub, f"tools/{tool.name}/parameters/properties/{names[j]}", schema)
-            after: list[Node] = []
-            if nxt is not None:
-                after.append(seq(lit(head_marker), nxt))
-            if may_end:
-                after.append(lit(following))
-            return seq(value, lit(tail), alt(*after))
-
-        first, may_end = more(0)
-        options: list[Node] = []
-        if first is not None:
-            options.append(seq(lit(head), first))
-        if may_end:
-            options.append(lit(end))
-        return alt(*options)
 
     # -- the turn -------------------------------------------------------------------------------------
     def calls_node(self, tools: list[Any], *, least: int, most: int | None, skip: str = "") -> Node:
@@ -343,6 +287,8 @@ class Builder:
         return run
 
     def answer(self, choice: str | None, name: str | None, parallel: bool) -> Node:
+        if self.layout is not None:
+            return self.layout.answer(self, choice, name, parallel)  # type: ignore[no-any-return]
         watched = self.plan.watched
         end = self.plan.end
         ending = self.ending(watched)
@@ -352,23 +298,28 @@ class Builder:
         if choice == "required" or name is not None:
             most = 1 if (name is not None or not parallel) else None
             return seq(opt(_BETWEEN), self.calls_node(tools, least=1, most=most), opt(_BETWEEN),
-                       opt(lit(end)) if end else EMPTY)
+                       opt(alt(*(lit(e) for e in self.plan.ends))) if end else EMPTY)
         # auto: text, then calls started by their trigger (the lazy text holds it), then more text.
         form = self.form
         first = form.triggers[0]
         after = self.calls_node(tools, least=1, most=None if parallel else 1, skip=first)
-        start = Until(rx_escape(first), _excludes(watched, first))
+        start = Until(rx_escape(first), _excludes(watched, first) + self.plan.avoid)
+        if "opens" in _write(self.plan.calls):  # a trigger that is text unless a call follows it
+            return prose_trigger.answer(self, start, after, ending, parallel)
         block = seq(start, after)
         return seq(Rep(block, 0, None if parallel else 1), ending)
 
-    def ending(self, watched: tuple[str, ...]) -> Node:
+    def ending(self, watched: tuple[str, ...], not_start: tuple[str, ...] = ()) -> Node:
         end = self.plan.end
-        text = Text(_excludes(watched, ""), _partials(watched))
+        avoid = self.plan.avoid
+        text = Text(_excludes(watched, "") + avoid, _partials(watched), not_start)
         if end is None:
             return text
-        return alt(Until(rx_escape(end), _excludes(watched, end)), text)
+        return alt(*(Until(rx_escape(e), _excludes(watched, e) + avoid, not_start) for e in self.plan.ends), text)
 
     def reasoning(self, state: str) -> Node:
+        if self.layout is not None:
+            return self.layout.reasoning(self, state)  # type: ignore[no-any-return]
         thinking = self.plan.thinking
         if thinking is None or state in ("closed", "none"):
             return EMPTY
@@ -379,33 +330,16 @@ class Builder:
         return opt(seq(lit(opened), body))
 
 
-# Whitespace between a value's close and what follows it. The parser looks up to 256 characters ahead; the
-# grammar ends a value only after a short gap and keeps longer runs out of values (llguidance's lexer
-# cannot afford counted repetitions inside a complement).
-_GAP = r"\s*"
-_SHORT_GAP = r"\s{0,8}"
-_LONG_GAP = r"\s{9}"
-
-
-def _choices(schema: Any) -> list[Any] | None:
-    """The values an ``enum`` or ``const`` allows (None: neither)."""
-    if not isinstance(schema, Mapping):
+def _layout(template: CompiledTemplate) -> Any:
+    """The module of the turn layout the content field's written form names (None: reasoning then answer)."""
+    content = template.fields.get("content")
+    name = _write(content).get("layout") if content is not None else None
+    if name is None:
         return None
-    if "const" in schema:
-        return [schema["const"]]
-    values = schema.get("enum")
-    return list(values) if isinstance(values, list) and values else None
-
-
-def _raw_string(schema: Any) -> bool:
-    """A parameter written as raw text: a string that is not an enum or a constant."""
-    if not isinstance(schema, Mapping) or "enum" in schema or "const" in schema:
-        return False
-    kinds = schema.get("type")
-    if kinds == "string" or (isinstance(kinds, list) and "string" in kinds):
-        return True
-    members = schema.get("anyOf") or schema.get("oneOf") or []
-    return any(_raw_string(m) for m in members)  # raw text is a string member's value
+    if name not in LAYOUT_MODULES:
+        raise _fail(f"'chatparse.write.layout' is {name!r}; expected one of {list(LAYOUT_MODULES)}", "bad_write_form",
+                    field="content")
+    return importlib.import_module(LAYOUT_MODULES[name])
 
 
 def _excludes(watched: Iterable[str], stop: str) -> tuple[str, ...]:

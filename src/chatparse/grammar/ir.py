@@ -13,8 +13,10 @@ markers; both kinds carry the marker texts the text must not contain:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 _RX_SPECIAL = frozenset("\\.+*?()|[]{}^$/-&~#")
 
@@ -94,6 +96,7 @@ class Text(Node):
 
     excludes: tuple[str, ...] = ()
     partial: tuple[str, ...] = ()
+    not_start: tuple[str, ...] = ()  # regexes the text must not start with
 
 
 EMPTY = Seq(())
@@ -162,8 +165,37 @@ def _collect(node: Node, found: set[str]) -> None:
             _collect(item, found)
     elif isinstance(node, Rep):
         _collect(node.item, found)
+    elif isinstance(node, Until) and _PLAIN.fullmatch(node.stop):  # a stop that is one text (a close)
+        found.add(_UNESCAPE.sub(lambda m: _CONTROL.get(m.group(1), m.group(1)), node.stop))
+
+
+# A regex that is one literal text (as ``rx_escape`` writes it), and how to read it back.
+_PLAIN = re.compile(r"(?:\\.|[^\\.+*?()|\[\]{}^$])+")
+_UNESCAPE = re.compile(r"\\(.)")
+_CONTROL = {"n": "\n", "t": "\t", "r": "\r"}
 
 
 def any_of(patterns: Iterable[str]) -> str:
     items = sorted(set(patterns), key=lambda p: (-len(p), p))
     return items[0] if len(items) == 1 else "(?:" + "|".join(items) + ")"
+
+
+def trie(words: Iterable[str], *, prefixes: bool = False) -> str:
+    """A regex for exactly ``words`` (``prefixes``: or any non-empty first part of one), written as a trie:
+    one alternative per word makes llguidance's lexer construct too many expressions for long markers."""
+    root: dict[str, Any] = {}
+    for word in words:
+        node = root
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}  # a word ends here
+
+    def regex(node: Mapping[str, Any]) -> str:
+        options = [rx_escape(ch) + regex(child) for ch, child in sorted(node.items()) if ch]
+        if not options:
+            return ""
+        body = options[0] if len(options) == 1 else "(?:" + "|".join(options) + ")"
+        return f"(?:{body})?" if prefixes or "" in node else body
+
+    options = [rx_escape(ch) + regex(child) for ch, child in sorted(root.items()) if ch]
+    return options[0] if len(options) == 1 else "(?:" + "|".join(options) + ")"

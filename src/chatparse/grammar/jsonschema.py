@@ -31,7 +31,8 @@ OWS = opt(WS)
 # One character of a JSON string: anything but a quote, a backslash or a control character, or an escape.
 STRING_CHAR = r'(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))'
 INTEGER = r"-?(?:0|[1-9][0-9]{0,17})"
-NUMBER = INTEGER + r"(?:\.[0-9]{1,17})?(?:[eE][+-]?[0-9]{1,3})?"
+# Exponents of two digits at most: a larger one overflows a float (readers give inf or fail).
+NUMBER = INTEGER + r"(?:\.[0-9]{1,17})?(?:[eE][+-]?[0-9]{1,2})?"
 # Keywords that only describe (no constraint on the text).
 _NOTES = frozenset({"description", "title", "examples", "default", "$schema", "$id", "$comment", "deprecated",
                     "readOnly", "writeOnly", "strict", "x-guidance", "markdownDescription", "$defs", "definitions"})
@@ -54,9 +55,11 @@ def json_string(min_len: int = 0, max_len: int | None = None, char: str = STRING
 class SchemaGrammar:
     """Writes JSON Schemas into ``grammar``; one instance per tool set (it names rules for ``$defs``)."""
 
-    def __init__(self, grammar: Grammar, *, lenient: bool = False) -> None:
+    def __init__(self, grammar: Grammar, *, lenient: bool = False, string_char: str = STRING_CHAR) -> None:
+        """``string_char``: a regex for one character of a string (where strings must avoid some text)."""
         self.grammar = grammar
         self.lenient = lenient
+        self.string_char = string_char
         self.unenforced: list[str] = []
         self._any: Ref | None = None
         self._defs: dict[tuple[int, str], Ref] = {}
@@ -148,7 +151,7 @@ class SchemaGrammar:
     # -- by type --------------------------------------------------------------------------------------
     def _typed(self, kind: Any, schema: Mapping[str, Any], where: str, root: Any) -> Node:
         if kind == "string":
-            return json_string(int(schema.get("minLength", 0)), schema.get("maxLength"))
+            return json_string(int(schema.get("minLength", 0)), schema.get("maxLength"), self.string_char)
         if kind == "integer":
             return Rx(INTEGER)
         if kind == "number":
@@ -226,14 +229,14 @@ class SchemaGrammar:
             self._any = Ref("json_value")
             obj = self._any_object(True, "", None)
             arr = seq(Lit("["), OWS, opt(seq(self._any, Rep(seq(OWS, Lit(","), OWS, self._any)), OWS)), Lit("]"))
-            self.grammar.rules["json_value"] = alt(json_string(), Rx(NUMBER), Lit("true"), Lit("false"),
+            self.grammar.rules["json_value"] = alt(json_string(char=self.string_char), Rx(NUMBER), Lit("true"), Lit("false"),
                                                    Lit("null"), obj, arr)
         return self._any
 
     def _any_object(self, values: Any, where: str, root: Any) -> Node:
         value = self.any_value() if values in (None, True) else self.value(values, f"{where}/additionalProperties",
                                                                            root)
-        member = seq(json_string(), OWS, Lit(":"), OWS, value)
+        member = seq(json_string(char=self.string_char), OWS, Lit(":"), OWS, value)
         return seq(Lit("{"), OWS, opt(seq(member, Rep(seq(OWS, Lit(","), OWS, member)), OWS)), Lit("}"))
 
 

@@ -85,21 +85,21 @@ class _Writer:
         if node in self.names:
             return self.names[node]
         index = len(self.names) + 1
+        assert isinstance(node, Until | Text)
+        start = f" & ~{_regex(any_of(node.not_start) + _ANY)}" if node.not_start else ""
         if isinstance(node, Until):
             special = next((tok for tok in self.special if node.stop == rx_escape(tok)), None)
             if special is not None:  # greedy byte text, then the token
                 name = f"TEXT_{index}"
-                self.extra.append(f"{name}: {_regex(_ANY)}{self._exclusion(node.excludes)}")
+                self.extra.append(f"{name}: {_regex(_ANY)}{self._exclusion(node.excludes)}{start}")
                 self.names[node] = f"{name} {special}"
                 return self.names[node]
             name = f"until_{index}"
-            start = f" & ~{_regex(any_of(node.not_start) + _ANY)}" if node.not_start else ""
             self.extra.append(f"{name}[lazy]: {_regex(_ANY + node.stop)}{self._exclusion(node.excludes)}{start}")
         else:
-            assert isinstance(node, Text)
             name = f"TEXT_{index}"
             partial = f" & ~{_regex(_ANY + any_of(node.partial))}" if node.partial else ""
-            self.extra.append(f"{name}: {_regex(_ANY)}{self._exclusion(node.excludes)}{partial}")
+            self.extra.append(f"{name}: {_regex(_ANY)}{self._exclusion(node.excludes)}{partial}{start}")
         self.names[node] = name
         return name
 

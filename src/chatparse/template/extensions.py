@@ -39,7 +39,9 @@ Field level:
   For lax spellings a model may also write in prose (a bare JSON object, a code fence).
 - ``write``: how a model writes this field, for grammars (``chatparse.tool_grammar``): a dict such as
   ``{"open": "<think>", "close": "</think>"}`` or, for tool calls, ``{"call": "<tool_call>\\n{body}\\n</tool_call>",
-  "body": "json-call"}``. Optional where the field's delimiters are literals. See docs/grammar.md.
+  "body": "json-call"}``. Optional where the field's delimiters are literals. Other keys: ``separator``,
+  ``group``, ``keys``, ``parameter``, ``values``, ``trigger``, ``avoid``, ``opens``, ``also`` (tool calls),
+  ``layout`` and ``header`` (content). See docs/grammar.md.
 """
 
 from __future__ import annotations
@@ -216,7 +218,8 @@ def field_ext(name: str, spec: Mapping[str, Any], *, repeats: bool, join: str | 
                     write=_write(raw["write"], scope, name) if "write" in raw else None)
 
 
-WRITE_KEYS = ("open", "close", "call", "body", "separator", "group", "keys", "parameter", "values", "trigger")
+WRITE_KEYS = ("open", "close", "call", "body", "separator", "group", "keys", "parameter", "values", "trigger",
+              "avoid", "opens", "also", "layout", "header")
 
 
 def _write(raw: Any, scope: str, field: str) -> Mapping[str, Any]:

@@ -42,11 +42,6 @@ FORMS: dict[str, dict[str, Any]] = {
 }
 # Forms the grammar builder of this branch cannot write yet, and why.
 PENDING: dict[str, str] = {"kimi_k2": "'{index}' (a call counter) comes with the grammar-json branch"}
-# Templates whose grammar writes calls only as rendered, with why the rest is not: harmony (gpt-oss) writes
-# the answer and a call after reasoning as messages of their own ('<|start|>assistant' header,
-# '<|channel|>final<|message|>'), markers the parser drops and a grammar writes only with the messages
-# layout, which the synthesis does not emit yet; a turn of calls alone is admitted.
-CALLS_ONLY: dict[str, str] = {"gpt_oss": "messages layout"}
 GRAMMAR = sorted(set(FAMILIES) - set(PENDING))
 
 HEAD = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
@@ -119,6 +114,18 @@ def test_a_form_that_does_not_spell_the_render_is_refused() -> None:
     assert form == {"call": '<c>{"name": "{name}", "arguments": {body}}</c>', "body": "json-arguments"}
 
 
+def test_harmony_is_a_turn_of_messages(synthesized: Get) -> None:
+    """gpt-oss: after reasoning the template writes the assistant header again and the answer on its final
+    channel; a call is a message of its own, written after the header as after the prompt (a space first)."""
+    fields = synthesized("gpt_oss")["fields"]
+    assert fields["content"]["chatparse"]["write"] == {"open": "<|channel|>final<|message|>", "close": "<|return|>",
+                                                       "layout": "messages", "header": "<|start|>assistant"}
+    assert fields["tool_calls"]["chatparse"]["write"]["call"] == \
+        " to=functions.{name}<|channel|>commentary json<|message|>{body}<|call|>"
+    for name in sorted(set(FAMILIES) - {"gpt_oss"}):
+        assert "write" not in synthesized(name)["fields"]["content"]["chatparse"], name
+
+
 @pytest.mark.parametrize("name", sorted(FORMS))
 def test_forms_the_builder_gets_elsewhere(synthesized: Get, name: str) -> None:
     assert synthesized(name)["fields"]["tool_calls"]["chatparse"]["write"] == FORMS[name]
@@ -184,9 +191,9 @@ MESSAGES: list[dict[str, Any]] = [
 
 
 def _turns(result: SynthesizedTemplate, chat_template: str,
-           tokens: dict[str, Any]) -> list[tuple[str, str, bool, bool]]:
-    """(prompt, generated turn up to its end marker, has calls, calls only) for each message the chat
-    template renders after each generation prompt it continues."""
+           tokens: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    """(prompt, generated turn up to its end marker, has calls) for each message the chat template renders
+    after each generation prompt it continues."""
     from transformers.utils.chat_template_utils import render_jinja_template
 
     base = P.base(result.format.with_system)
@@ -210,7 +217,7 @@ def _turns(result: SynthesizedTemplate, chat_template: str,
             if found:
                 at, marker = min(found)
                 text = text[: at + len(marker)]
-            turns.append((prompt.text, text, bool(spec.get("calls")), set(spec) == {"calls"}))
+            turns.append((prompt.text, text, bool(spec.get("calls"))))
     return turns
 
 
@@ -219,12 +226,9 @@ def test_the_grammar_admits_what_the_chat_template_renders(synthesized: Get, nam
     result, chat_template, tokens = _get(synthesized, name)
     template = dict(result)
     turns = _turns(result, chat_template, tokens)
-    assert any(calls for _, _, calls, _ in turns)
-    for prompt, text, has_calls, calls_only in turns:
+    assert any(calls for _, _, calls in turns)
+    for prompt, text, has_calls in turns:
         ok, why = accepts(tool_grammar(template, P.TOOLS, prefix=prompt).lark, text)
-        if name in CALLS_ONLY and not calls_only:
-            assert not ok, f"{text!r} is admitted: {name} is no longer calls-only"
-            continue
         assert ok, f"auto grammar rejects {text!r} after {prompt[-40:]!r}: {why}"
         message = chatparse.parse_response(text, template, prefix=prompt, tools=P.TOOLS)
         if has_calls and not message.get("content"):

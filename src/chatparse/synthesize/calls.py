@@ -53,6 +53,7 @@ class CallFormat:
     evidence: tuple[str, ...] = ()
     typing: tuple[str, ...] = ()
     write: Mapping[str, Any] = field(default_factory=dict)  # chatparse.write (empty: none fits the renders)
+    lead: str = ""  # whitespace the template writes before calls that follow the prompt directly
 
 
 @dataclass

@@ -30,6 +30,11 @@ def emit(fmt: Format, lexer: Lexer) -> dict[str, Any]:
         drop += call_drop
     fields["content"] = {"repeats": True, "join": "", "content": "text", "content_args": {"strip": False},
                          "chatparse": {"strip_joined": True}}
+    layout = _messages_layout(fmt)
+    if layout is not None and "write" in fields.get("tool_calls", {}).get("chatparse", {}):
+        fields["content"]["chatparse"]["write"] = layout
+        written = fields["tool_calls"]["chatparse"]["write"]
+        written["call"] = fmt.calls.lead + written["call"] if fmt.calls is not None else written["call"]
     drop += [m for m in (fmt.content_open, fmt.content_close, *fmt.glue) if _droppable(m, lexer)]
     extensions: dict[str, Any] = {}
     if fmt.end:
@@ -50,6 +55,16 @@ def emit(fmt: Format, lexer: Lexer) -> dict[str, Any]:
         template["chatparse"] = extensions
     template["fields"] = fields
     return template
+
+
+def _messages_layout(fmt: Format) -> dict[str, str] | None:
+    """The content field's written form when the turn is made of messages (harmony): after reasoning the
+    template writes the assistant header again (the glue is an anchor), then the answer inside its wrapper;
+    a call is a message of its own after the header, written as after the prompt."""
+    if fmt.reasoning is None or not fmt.content_open or not fmt.end or len(fmt.glue) != 1 or \
+            fmt.glue[0] not in fmt.anchors:
+        return None
+    return {"open": fmt.content_open, "close": fmt.end[0], "layout": "messages", "header": fmt.glue[0]}
 
 
 def _droppable(text: str, lexer: Lexer) -> bool:

@@ -372,7 +372,7 @@ class LayoutInference:
                 outcomes.add("unknown")
                 continue
             found, post = _cut_at_end(found, post, stoppers)
-            found = self._written(found, sections)
+            found = replace(self._written(found, sections), lead=body_one[: len(body_one) - len(body_one.lstrip())])
             self.section_one = section_one
             self.note("calls", f"probe form: {label}")
             for line in found.evidence:

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from chatparse import ResponseParser
-from chatparse.benchmark import growth_exponent, print_table
+from chatparse.bench.engine import growth_exponent, print_table
 from chatparse.openai import ChatCompletionStream
 
 TARGET_EXPONENT = 1.05

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 import chatparse
-from chatparse.benchmark import growth_exponent
+from chatparse.bench.engine import growth_exponent
 
 TARGET_EXPONENT = 1.1
 PREFIX = ("<|im_start|>system\nYou are a coding assistant.<|im_end|>\n<|im_start|>user\nDocument the call "

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests import hostile
 
-from chatparse.benchmark import growth_exponent
+from chatparse.bench.engine import growth_exponent
 
 CASE_TIMEOUT = 60  # seconds: a case running longer is reported as a hang
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from benchmarks.bench_engine import corpus_cuts
 
 from chatparse import parse_response
 from chatparse.benchmark import (
@@ -10,7 +11,6 @@ from chatparse.benchmark import (
     CUTS,
     TEMPLATES,
     bench_cuts,
-    corpus_cuts,
     dense,
     make_output,
     make_truncated,

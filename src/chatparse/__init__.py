@@ -1,7 +1,6 @@
 """chatparse: turn raw language-model output into structured, typed, verified data."""
 
 from chatparse.engine import ResponseParser, parse_response
-from chatparse.engine.limits import Limits
 from chatparse.errors import (
     ChatparseError,
     ContentParseError,
@@ -16,6 +15,7 @@ from chatparse.errors import (
 )
 from chatparse.finish import UnknownFinishReasonError
 from chatparse.lazy import load as _load
+from chatparse.limits import Limits
 from chatparse.openai import ChatCompletionStream, to_chat_completion, to_chat_message
 from chatparse.template import CompiledTemplate, load_template
 from chatparse.templates import detect_template, get_template, list_templates

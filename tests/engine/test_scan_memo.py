@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import chatparse
 from chatparse.benchmark import BUILTINS, TEMPLATES, make_output
-from chatparse.engine import parser as parser_module
+from chatparse.engine import scan as scan_module
 from chatparse.engine.scanner import _Occurrences
 from chatparse.errors import ChatparseError
 from chatparse.template.fill import compile_transform
@@ -103,7 +103,7 @@ def test_parsers_of_one_template_share_answers_and_feed_as_fresh_scans(kind: str
 def test_a_full_memo_is_cleared_under_parsers_in_the_middle_of_a_header(monkeypatch: pytest.MonkeyPatch) -> None:
     """With room for three answers the shared memo is cleared again and again, while other parsers hold
     a table of it for a header still forming: every feed is still a fresh scan's."""
-    monkeypatch.setattr(parser_module, "_MEMO_SIZE", 3)
+    monkeypatch.setattr(scan_module, "_MEMO_SIZE", 3)
     rng = random.Random(3)
     template = {**TEMPLATES["gpt-oss-regex"], "defaults": {"role": "assistant", "memo": "small"}}  # its own memo
     streams = _dense_streams("gpt-oss-regex", rng)

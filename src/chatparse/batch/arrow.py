@@ -18,9 +18,9 @@ from chatparse.batch.rows import (
     RowParser,
     failed,
 )
-from chatparse.engine.limits import Limits
 from chatparse.engine.parser import OnMalformed
 from chatparse.errors import UsageError
+from chatparse.limits import Limits
 from chatparse.template.compile import CompiledTemplate
 
 MESSAGE_COLUMN = "message"

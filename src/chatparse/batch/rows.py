@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chatparse.engine.limits import Limits
 from chatparse.engine.parser import OnMalformed, ResponseParser
 from chatparse.errors import ChatparseError, UsageError
+from chatparse.limits import Limits
 from chatparse.template.compile import CompiledTemplate, load_template
 
 OUTPUT_FIELD = "output"

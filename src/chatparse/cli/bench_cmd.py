@@ -16,7 +16,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from chatparse.benchmark import main
+    from chatparse.bench.engine import main
 
     argv = [flag for flag, on in (("--quick", args.quick), ("--full", args.full),
                                   ("--no-reference", args.no_reference)) if on]

@@ -10,8 +10,8 @@ from typing import Any
 
 import regex
 
-from chatparse.engine.limits import MAX_RETRIES, own_cpu, stalled
 from chatparse.errors import RegexBudgetError
+from chatparse.limits import MAX_RETRIES, own_cpu, stalled
 
 Args = Mapping[str, Any]
 _PATTERN_CACHE: dict[str, Any] = {}

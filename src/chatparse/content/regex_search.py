@@ -16,6 +16,7 @@ from typing import Any
 import regex
 
 from chatparse.content.args import compiled, timed
+from chatparse.regex_info import analyze, fuzzy_braces
 
 # Failed anchored tries before one budgeted search takes over (many literal occurrences that do not
 # start a match: the search walks them in one call).
@@ -36,8 +37,6 @@ class Searcher:
     __slots__ = ("anchors", "finder", "pattern", "single_pass")
 
     def __init__(self, source: str) -> None:
-        from chatparse.template.regex_info import analyze  # the template layer imports the content registry
-
         self.pattern = compiled(source)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)  # the standard parser on `regex` syntax
@@ -99,8 +98,6 @@ def _single_pass(source: str, flags: int) -> bool:
     with a literal outside that set (or ends the match). Giving back a repeated character then never lets
     what follows match, so no way through rescans text. A lookahead must end the pattern (it is tested
     once per way through); a lookbehind holds only literals and sets."""
-    from chatparse.template.regex_info import fuzzy_braces  # the standard parser reads them as literal text
-
     if flags & (regex.IGNORECASE | regex.VERSION1 | regex.FULLCASE) or fuzzy_braces(source):
         return False
     try:

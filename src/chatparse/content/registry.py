@@ -103,16 +103,9 @@ def register_extensions(table: Mapping[str, tuple[ParseFunc, ArgsValidator | Non
 
 def get_content_parser(name: str) -> ContentParserSpec:
     """The parser registered as ``name``; ``KeyError`` if there is none."""
-    _ensure_loaded()
     return _REGISTRY[name]
 
 
 def known_content_parsers() -> list[str]:
     """Names of every registered content parser, sorted."""
-    _ensure_loaded()
     return sorted(_REGISTRY)
-
-
-def _ensure_loaded() -> None:
-    # Importing the package registers the built-in parsers and the shipped extensions.
-    import chatparse.content  # noqa: F401

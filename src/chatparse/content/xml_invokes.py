@@ -30,6 +30,7 @@ from chatparse.content.recovery import JSON, Good, bracketed_end, skip_space
 from chatparse.content.regex_search import Searcher, searcher
 from chatparse.content.registry import BadItem, register_extensions
 from chatparse.content.xml_params import _XML_PARAMS_ARGS, _check_xml_params
+from chatparse.limits import check_pattern_limits
 
 Call = dict[str, Any]
 Args = Mapping[str, Any]
@@ -175,8 +176,6 @@ def _check_xml_invokes(args: Args) -> None:
     for key in ("invoke_open", "invoke_close"):
         if key not in args:
             raise ValueError(f"xml-invokes: content_args.{key} is required")
-    from chatparse.template.compile import check_pattern_limits  # the template loader's limits (no cycle)
-
     check_pattern_limits(args["invoke_open"], field=None, key="content_args.invoke_open", scope="xml-invokes")
     pattern = check_regex("xml-invokes", args, "invoke_open")
     if "name" not in pattern.groupindex:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, overload
 
-from chatparse.engine.limits import Limits
 from chatparse.engine.parser import OnMalformed, ResponseParser
 from chatparse.errors import ChatparseError, EngineFault, InputTypeError, PrefixRequiredError
+from chatparse.limits import Limits
 from chatparse.template.compile import load_template
 
 _UNSET: Any = object()

@@ -31,6 +31,7 @@ from chatparse.openai import (
 )
 from chatparse.template.compile import CompiledTemplate, Delimiter, load_template
 
+PARSER_NAME = "chatparse"  # the --tool-call-parser / --reasoning-parser name of the vLLM and SGLang plugins
 TEMPLATE_ENV = "CHATPARSE_TEMPLATE"  # a built-in name, a template file, a tokenizer_config.json or a model dir
 CALLS_ENV = "CHATPARSE_CALLS"  # "buffered" (default): each call sent whole at its close; "early": as it forms
 CALL_MODES = ("buffered", "early")

@@ -12,7 +12,9 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
-NAME = "chatparse"  # the --tool-call-parser / --reasoning-parser name
+from chatparse.integrations.serving import PARSER_NAME
+
+NAME = PARSER_NAME  # the --tool-call-parser / --reasoning-parser name
 ENTRY_POINT_GROUP = "sglang.srt.plugins"  # SGLang's group of general plugins (load_plugins)
 ENTRY_POINT = "chatparse.integrations.sglang:register"
 SUPPORTED_SGLANG = "0.5.23"

@@ -29,6 +29,9 @@ from sglang.srt.parser.response_template import (
 )
 
 from chatparse.integrations.serving import (
+    PARSER_NAME as NAME,
+)
+from chatparse.integrations.serving import (
     TEMPLATE_ENV,
     Delta,
     GenerationStream,
@@ -38,7 +41,6 @@ from chatparse.integrations.serving import (
     server_template,
     tool_dicts,
 )
-from chatparse.integrations.sglang import NAME
 from chatparse.integrations.transformers import check_tokenizer
 from chatparse.openai import TOOLS_FIELD
 from chatparse.template.compile import CompiledTemplate, Delimiter

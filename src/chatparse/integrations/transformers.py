@@ -15,7 +15,6 @@ from typing import Any
 import regex
 
 from chatparse.engine.api import parse_response as parse_text
-from chatparse.engine.limits import Limits
 from chatparse.engine.parser import Event, OnMalformed, ResponseParser
 from chatparse.errors import ChatparseError, PrefixRequiredError, UsageError, excerpt
 from chatparse.integrations.detokenize import (
@@ -33,6 +32,7 @@ from chatparse.integrations.tokenizer_config import (
     model_type,
     read_response_template,
 )
+from chatparse.limits import Limits
 from chatparse.template.compile import CompiledTemplate, Delimiter, load_template
 
 _UNSET: Any = object()

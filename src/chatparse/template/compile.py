@@ -11,8 +11,7 @@ import json
 import os
 import re
 import threading
-import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -21,8 +20,9 @@ from typing import Any
 import regex
 
 from chatparse.content.registry import ContentParserSpec, get_content_parser, known_content_parsers
-from chatparse.engine.limits import DEFAULT_LIMITS
-from chatparse.errors import TemplateError, TemplateWarning
+from chatparse.errors import TemplateError
+from chatparse.limits import DEFAULT_LIMITS, MAX_PATTERN_LENGTH, check_pattern_limits
+from chatparse.regex_info import PatternInfo, analyze, literal_strings
 from chatparse.template.extensions import (
     EXTENSION_KEY,
     NO_FIELD_EXT,
@@ -33,7 +33,6 @@ from chatparse.template.extensions import (
     template_ext,
 )
 from chatparse.template.fill import Filler, compile_transform
-from chatparse.template.regex_info import PatternInfo, analyze, literal_strings, quantifier_facts
 from chatparse.transform import check_copies, check_placeholders, check_transform, placeholder_uses
 
 TOP_LEVEL_KEYS = ("version", "defaults", "fields", "start_anchor", "start_anchor_pattern", EXTENSION_KEY)
@@ -145,35 +144,8 @@ def _fail(message: str, code: str, *, field: str | None = None, key: str | None 
     return TemplateError(message, code=code, field=field, key=key)
 
 
-# Load-time limits: a template comes from a public hub, and the regex compiler itself is attack surface
-# (``(?:a{1000}){10000}``, 18 characters, takes seconds and gigabytes to compile). Checked on the raw text
-# before compiling.
-MAX_PATTERN_LENGTH = 4096
-MAX_REPEAT_COUNT = 1000
-MAX_REPEAT_PRODUCT = 100_000
 MAX_NESTING = 64  # levels of dicts and lists in a template (the built-ins use at most 7)
 MAX_VALUES = 100_000  # values in a template (the built-ins hold at most 125)
-
-
-def check_pattern_limits(source: str, *, field: str | None, key: str, scope: str) -> None:
-    """Reject patterns too long or with counted repeats too large to compile safely; warn (TemplateWarning)
-    on nested quantifiers such as ``(a+)+``, which can backtrack catastrophically."""
-    if len(source) > MAX_PATTERN_LENGTH:
-        raise _fail(f"{scope}: expected a {key} of at most {MAX_PATTERN_LENGTH} characters, found "
-                    f"{len(source)}. Shorten the pattern.", "pattern_too_long", field=field, key=key)
-    facts = quantifier_facts(source)
-    if facts.max_count > MAX_REPEAT_COUNT:
-        raise _fail(f"{scope}: expected counted repeats ({{n}}, {{n,m}}) of at most {MAX_REPEAT_COUNT} in {key}, "
-                    f"found {facts.max_count}. Use an unbounded quantifier or a smaller count.",
-                    "repeat_too_large", field=field, key=key)
-    if facts.count_product > MAX_REPEAT_PRODUCT:
-        raise _fail(f"{scope}: nested counted repeats in {key} expand to {facts.count_product} copies (at most "
-                    f"{MAX_REPEAT_PRODUCT}). Flatten or shrink the repeats.", "repeat_too_large",
-                    field=field, key=key)
-    if facts.nested_quantifier:
-        warnings.warn(f"{scope}: {key} {source[:80]!r} repeats a group that itself contains an unbounded "
-                      "quantifier (like '(a+)+'); it can backtrack catastrophically and will then hit the regex "
-                      "time budget (code nested_quantifier).", TemplateWarning, stacklevel=2)
 
 
 def _compile_regex(source: Any, *, field: str | None, key: str, scope: str) -> Any:
@@ -684,13 +656,16 @@ def _parse_json_text(text: str, *, where: str) -> Any:
                     "is a few levels deep)", "too_deep") from None
 
 
-def _builtin_template(name: str) -> Any:
-    try:
-        from chatparse.templates import get_template, list_templates
-    except ImportError:
-        return None
-    normalized = name.replace(".", "_")
-    for candidate in list_templates():
-        if candidate == name or candidate.replace(".", "_") == normalized:
-            return get_template(candidate)
-    return None
+def set_builtin_lookup(lookup: Callable[[str], Mapping[str, Any] | None]) -> None:
+    """Let ``load_template`` resolve built-in names: ``lookup`` maps a name to its template dict, or None.
+    ``chatparse.templates`` (the layer above, which holds the built-ins) sets it when it loads, so the
+    compiler never imports the registry."""
+    global _builtin_lookup
+    _builtin_lookup = lookup
+
+
+_builtin_lookup: Callable[[str], Mapping[str, Any] | None] | None = None
+
+
+def _builtin_template(name: str) -> Mapping[str, Any] | None:
+    return None if _builtin_lookup is None else _builtin_lookup(name)

@@ -18,6 +18,7 @@ from typing import Any
 
 import chatparse.content  # noqa: F401  (registers the parsers chatparse-only templates name)
 from chatparse.errors import ChatparseError, TemplateError
+from chatparse.template.compile import set_builtin_lookup
 from chatparse.templates.v1 import V1Form, to_v1
 
 DATA_PACKAGE = "chatparse.templates"
@@ -144,6 +145,19 @@ def get_template(name: str, *, v1: bool = False) -> dict[str, Any]:
     ``v1=True``, its transformers form (what ``tokenizer.parse_response`` accepts; ``v1_form`` says what it
     loses), or ``NotV1Error`` when v1 cannot express the family."""
     return v1_form(name).template if v1 else copy.deepcopy(_record(name)["template"])
+
+
+def _loader_lookup(name: str) -> dict[str, Any] | None:
+    """``load_template``'s view of the built-ins: the template whose name is ``name`` exactly, dots and
+    underscores alike (``qwen3.5`` or ``qwen3_5``); None when there is none."""
+    normalized = name.replace(".", "_")
+    for candidate in list_templates():
+        if candidate == name or candidate.replace(".", "_") == normalized:
+            return get_template(candidate)
+    return None
+
+
+set_builtin_lookup(_loader_lookup)  # the compiler below resolves built-in names through this, never an import
 
 
 def v1_form(name: str) -> V1Form:

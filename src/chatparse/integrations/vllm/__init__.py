@@ -11,7 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-NAME = "chatparse"  # the --tool-call-parser / --reasoning-parser name
+from chatparse.integrations.serving import PARSER_NAME
+
+NAME = PARSER_NAME  # the --tool-call-parser / --reasoning-parser name
 PLUGIN_MODULE = "chatparse.integrations.vllm.plugin"  # what --tool-parser-plugin takes (a module or a file)
 PLUGIN_FILE = str(Path(__file__).with_name("plugin.py"))
 SUPPORTED_VLLM = "0.33"

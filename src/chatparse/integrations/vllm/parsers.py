@@ -36,6 +36,9 @@ from vllm.tool_parsers.tool_strict_level import ToolStrictLevel
 from chatparse.errors import ChatparseError
 from chatparse.grammar import tool_grammar
 from chatparse.integrations.serving import (
+    PARSER_NAME as NAME,
+)
+from chatparse.integrations.serving import (
     TEMPLATE_ENV,
     Delta,
     GenerationStream,
@@ -50,7 +53,6 @@ from chatparse.integrations.serving import (
     tool_dicts,
 )
 from chatparse.integrations.transformers import check_tokenizer
-from chatparse.integrations.vllm import NAME
 from chatparse.template.compile import CompiledTemplate
 
 logger = logging.getLogger("vllm.chatparse")  # under vLLM's logger: its handler prints these lines

@@ -1,7 +1,8 @@
 """Offline, not in CI: synthesize from every published chat template in the directory named by
 CHATPARSE_CHAT_TEMPLATES (``*.jinja`` files, searched recursively; other projects' code is never copied into
-this repository). Every file must end in a template or a named SynthesisError, never a crash; the per-file
-outcome is printed (run with ``-s``). Special tokens: a tokenizer_config.json beside a file, else a guess."""
+this repository). Every file must end in a template or a named SynthesisError, never a crash, and a template
+with a written call form builds a grammar; the per-file outcome is printed (run with ``-s``). Special tokens: a
+tokenizer_config.json beside a file, else a guess."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from chatparse.grammar import tool_grammar
 from chatparse.synthesize import SynthesisError, read_chat_template, synthesize_template
+from chatparse.synthesize.probes import TOOLS
 
 DIRECTORY = os.environ.get("CHATPARSE_CHAT_TEMPLATES")
 FILES = sorted(Path(DIRECTORY).rglob("*.jinja")) if DIRECTORY else []
@@ -38,4 +41,8 @@ def test_synthesis_ends_in_a_template_or_a_named_error(path: Path) -> None:
         return
     report = result.report
     assert report is not None
-    print(f"{path.stem}: {'exact' if result.exact else 'NOT EXACT'} {report.exact}/{report.checks}")
+    calls = result["fields"].get("tool_calls", {}).get("chatparse", {})
+    if "write" in calls:  # a written form always builds a grammar
+        tool_grammar(dict(result), TOOLS, tool_choice="required")
+    print(f"{path.stem}: {'exact' if result.exact else 'NOT EXACT'} {report.exact}/{report.checks}"
+          f"{'; grammar' if 'write' in calls else ''}")

@@ -52,6 +52,8 @@ class CallFormat:
     multiple: bool = True
     evidence: tuple[str, ...] = ()
     typing: tuple[str, ...] = ()
+    write: Mapping[str, Any] = field(default_factory=dict)  # chatparse.write (empty: none fits the renders)
+    lead: str = ""  # whitespace the template writes before calls that follow the prompt directly
 
 
 @dataclass
@@ -540,8 +542,15 @@ def _connector(connectors: Sequence[str]) -> dict[str, Any] | None:
 
 
 def _flex_ws(text: str) -> str:
-    """``text`` as a regex in which each whitespace run may be any whitespace."""
-    return "".join(r"\s*" if part.isspace() else escape(part) for part in regex.split(r"(\s+)", text) if part)
+    """``text`` as a regex in which each whitespace run may be any whitespace, and so may the gap between
+    two tags written side by side (``</arg_key><arg_value>``: models put a newline there)."""
+    out = []
+    for part in regex.split(r"(\s+)", text):
+        if part.isspace():
+            out.append(r"\s*")
+        elif part:
+            out.append(r">\s*<".join(escape(t) for t in part.split("><")))
+    return "".join(out)
 
 
 def _common(items: list[str]) -> str:

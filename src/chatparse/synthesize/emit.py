@@ -4,6 +4,7 @@ end, stray markers, content as written, JSON-aware call bodies, truncated calls,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from chatparse.synthesize.calls import NAME_CLASS, CallFormat
@@ -29,6 +30,11 @@ def emit(fmt: Format, lexer: Lexer) -> dict[str, Any]:
         drop += call_drop
     fields["content"] = {"repeats": True, "join": "", "content": "text", "content_args": {"strip": False},
                          "chatparse": {"strip_joined": True}}
+    layout = _messages_layout(fmt)
+    if layout is not None and "write" in fields.get("tool_calls", {}).get("chatparse", {}):
+        fields["content"]["chatparse"]["write"] = layout
+        written = fields["tool_calls"]["chatparse"]["write"]
+        written["call"] = fmt.calls.lead + written["call"] if fmt.calls is not None else written["call"]
     drop += [m for m in (fmt.content_open, fmt.content_close, *fmt.glue) if _droppable(m, lexer)]
     extensions: dict[str, Any] = {}
     if fmt.end:
@@ -49,6 +55,16 @@ def emit(fmt: Format, lexer: Lexer) -> dict[str, Any]:
         template["chatparse"] = extensions
     template["fields"] = fields
     return template
+
+
+def _messages_layout(fmt: Format) -> dict[str, str] | None:
+    """The content field's written form when the turn is made of messages (harmony): after reasoning the
+    template writes the assistant header again (the glue is an anchor), then the answer inside its wrapper;
+    a call is a message of its own after the header, written as after the prompt."""
+    if fmt.reasoning is None or not fmt.content_open or not fmt.end or len(fmt.glue) != 1 or \
+            fmt.glue[0] not in fmt.anchors:
+        return None
+    return {"open": fmt.content_open, "close": fmt.end[0], "layout": "messages", "header": fmt.glue[0]}
 
 
 def _droppable(text: str, lexer: Lexer) -> bool:
@@ -82,7 +98,23 @@ def _calls_field(calls: CallFormat, lexer: Lexer, calls_end_turn: bool) -> tuple
         drop.append(calls.section_close.strip())
     builders = {"json-object": _json_object, "json-array": _json_array, "name-json": _name_json,
                 "xml-params": _xml_params, "python-calls": _python_calls, "bare-key-object": _bare_key}
-    return builders[calls.syntax](calls, lexer), drop
+    field = builders[calls.syntax](calls, lexer)
+    if calls.write:
+        field["chatparse"]["write"] = _write(calls.write, calls.section_close.strip() if calls_end_turn else "")
+    return field, drop
+
+
+def _write(form: Mapping[str, Any], turn_end: str) -> dict[str, Any]:
+    """The written form; a close of all calls that ends the turn (``turn_end``) is the turn's end marker
+    (written after the calls by the grammar), not part of the group."""
+    out = dict(form)
+    group = out.pop("group", None)
+    if group and turn_end and group[1].rstrip().endswith(turn_end):
+        close = group[1].rstrip()
+        group = [group[0], close[: len(close) - len(turn_end)]]
+    if group and any(group):
+        out["group"] = list(group)
+    return out
 
 
 def _json_args(calls: CallFormat, accept: list[str]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from chatparse.synthesize.errors import NotInferableError
 from chatparse.synthesize.infer_turns import _TurnInference
 from chatparse.synthesize.layout import THINKING_SWITCHES, Format, Prompt, Reasoning, Session
 from chatparse.synthesize.render import Failure
+from chatparse.synthesize.write import NoWrittenForm, written_form
 
 
 def _cut_at_end(calls: CallFormat, post: str, stoppers: Sequence[str]) -> tuple[CallFormat, str]:
@@ -164,6 +165,7 @@ class LayoutInference(_TurnInference):
                 outcomes.add("unknown")
                 continue
             found, post = _cut_at_end(found, post, stoppers)
+            found = replace(self._written(found, sections), lead=body_one[: len(body_one) - len(body_one.lstrip())])
             self.section_one = section_one
             self.note("calls", f"probe form: {label}")
             for line in found.evidence:
@@ -179,6 +181,16 @@ class LayoutInference(_TurnInference):
                                     code="calls_refused", probe="one call")
         raise NotInferableError(f"the tool-call syntax could not be inferred: {detail}", code="unknown_call_syntax",
                                 probe="one call")
+
+    def _written(self, calls: CallFormat, sections: Sections) -> CallFormat:
+        """``calls`` with the form a grammar writes them in (``chatparse.write``), when the renders give one."""
+        try:
+            form = written_form(calls, sections, self.lexer)
+        except NoWrittenForm as exc:
+            self.note("calls", f"no written form (tool_grammar needs one): {exc}")
+            return calls
+        self.note("calls", f"written form: {form['call']!r}" + (f" inside {form['group']}" if "group" in form else ""))
+        return replace(calls, write=form)
 
 
 __all__ = ["THINKING_SWITCHES", "Format", "LayoutInference", "Prompt", "Reasoning", "Session"]

@@ -101,10 +101,13 @@ def answer(builder: Builder, choice: str | None, name: str | None, parallel: boo
     tools = [t for t in builder.tools if name is None or t.name == name]
     call: Node = builder.grammar.add("call", alt(*(_call(builder, t) for t in tools)))
     thinking = builder.plan.thinking
-    if parallel and name is None and thinking is not None:
+    close = builder.plan.calls.close
+    ends_calls = thinking is not None and close is not None and \
+        close.pattern.fullmatch(region_texts(thinking)[1]) is not None
+    if parallel and name is None and ends_calls:  # the message end also closes a call (gpt-oss's <|end|>)
         # Parallel calls: each but the last ends its message with the message end and the next header (as
         # chat templates render several calls), the last with the call's own end.
-        message_end = region_texts(thinking)[1]
+        message_end = region_texts(thinking)[1]  # type: ignore[arg-type]
         earlier = builder.grammar.add("call", alt(*(_call(builder, t, message_end) for t in tools)))
         call = seq(Rep(seq(earlier, lit(_header(builder)))), call)
     if choice == "required" or name is not None:

@@ -26,15 +26,15 @@ from typing import Any
 os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests' tokenizer helpers
 
-from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest  # noqa: E402
-from vllm.parser import ParserManager  # noqa: E402
-from vllm.parser.engine.adapters import ParserEngineToolAdapter  # noqa: E402
-from vllm.tool_parsers import ToolParserManager  # noqa: E402
+from tests.integrations.tokenizers import family_tokenizer
+from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+from vllm.parser import ParserManager
+from vllm.parser.engine.adapters import ParserEngineToolAdapter
+from vllm.tool_parsers import ToolParserManager
 
-from chatparse.integrations.serving import TEMPLATE_ENV  # noqa: E402
-from chatparse.integrations.vllm import NAME  # noqa: E402
-from chatparse.integrations.vllm.parsers import register  # noqa: E402
-from tests.integrations.tokenizers import family_tokenizer  # noqa: E402
+from chatparse.integrations.serving import TEMPLATE_ENV
+from chatparse.integrations.vllm import NAME
+from chatparse.integrations.vllm.parsers import register
 
 TOOLS = [{"type": "function", "function": {
     "name": "write_file", "description": "Write a text file.",

@@ -89,6 +89,7 @@ class Family:
     eos: str
     writer: Callable[[], Turn]
     extra_special: tuple[str, ...] = ()
+    stops: tuple[str, ...] = ()  # more end tokens in generation_config.json, as the real model has
     render_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
@@ -106,10 +107,12 @@ def qwen3_coder_turn() -> Turn:
 
 
 def gpt_oss_turn() -> Turn:
-    # Harmony: one call per turn (the call token ends the turn). The prompt ends with '<|start|>assistant'.
+    # Harmony: one call per turn. The prompt ends with '<|start|>assistant'; '<|call|>' ends the turn and is
+    # one of gpt-oss's end tokens, so vLLM stops there and leaves it out of the text: the text ends with the
+    # arguments (the grammar then lets only an end token through).
     name, arguments = CALLS[1]
     text = (f"<|channel|>analysis<|message|>{REASONING}<|end|><|start|>assistant<|channel|>commentary "
-            f"to=functions.{name} <|constrain|>json<|message|>{json.dumps(arguments)}<|call|>")
+            f"to=functions.{name} <|constrain|>json<|message|>{json.dumps(arguments)}")
     return Turn(text, REASONING, None, [(name, arguments)])
 
 
@@ -117,7 +120,7 @@ FAMILIES = {
     "qwen3": Family("qwen3", CHAT_TEMPLATES / "Qwen-Qwen3-0.6B.jinja", "<|im_end|>", qwen3_turn),
     "qwen3_coder": Family("qwen3_coder", SERVE_TEMPLATES / "Qwen3-Coder.jinja", "<|im_end|>", qwen3_coder_turn),
     "gpt_oss": Family("gpt_oss", SERVE_TEMPLATES / "openai-gpt-oss-120b.jinja", "<|return|>", gpt_oss_turn,
-                      extra_special=("<|constrain|>",)),
+                      extra_special=("<|constrain|>",), stops=("<|call|>",)),
 }
 
 
@@ -172,7 +175,8 @@ def build_model(family: Family, directory: Path) -> None:
                          pad_token_id=tokenizer.pad_token_id, torch_dtype="float32")
     torch.manual_seed(0)
     Qwen3ForCausalLM(config).to(torch.float32).save_pretrained(directory)
-    (directory / "generation_config.json").write_text(json.dumps({"eos_token_id": eos_id}), encoding="utf-8")
+    stops = [eos_id, *tokenizer.convert_tokens_to_ids(list(family.stops))]
+    (directory / "generation_config.json").write_text(json.dumps({"eos_token_id": stops}), encoding="utf-8")
 
 
 # --- the server --------------------------------------------------------------------------------------

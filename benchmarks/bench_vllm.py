@@ -7,8 +7,8 @@ special tokens, tests/integrations/tokenizers.py), fed one token at a time throu
 ``extract_tool_calls_streaming`` (as vLLM's serving loop calls it, ``finish_streaming`` at the end where it
 has one) and through the parser vLLM composes for ``--tool-call-parser chatparse --reasoning-parser
 chatparse`` (``ChatparseParser.parse_delta``, which also separates reasoning and content). Only the parsers'
-calls are timed (wall time of the calls, best of N; a run over ``--once-over`` seconds is not repeated); the
-streamed calls of both are compared.
+calls are timed (process CPU time of the calls, as the machine is shared; best of N, but a run over
+``--once-over`` seconds is not repeated); the streamed calls of both are compared.
 
     python benchmarks/bench_vllm.py [--tokens 4000,50000] [--rounds 3] [--families qwen3,...] [--json]
 """
@@ -160,14 +160,14 @@ def run_native(parser_name: str, tokenizer: Any, ids: list[int], pieces: list[st
             current_text, current_ids = previous_text + piece, [*previous_ids, token]
             args = (previous_text, current_text, piece, previous_ids, current_ids, [token])
             previous_text, previous_ids = current_text, current_ids
-        start = time.perf_counter()
+        start = time.process_time()
         delta = parser.extract_tool_calls_streaming(*args, req)
-        spent += time.perf_counter() - start
+        spent += time.process_time() - start
         collect(calls, delta)
     if hasattr(parser, "finish_streaming"):
-        start = time.perf_counter()
+        start = time.process_time()
         delta = parser.finish_streaming()
-        spent += time.perf_counter() - start
+        spent += time.process_time() - start
         collect(calls, delta)
     return spent, found(calls)
 
@@ -181,9 +181,9 @@ def run_chatparse(tokenizer: Any, ids: list[int], pieces: list[str]) -> tuple[fl
     calls: dict[int, dict[str, str]] = {}
     spent, last = 0.0, len(ids) - 1
     for position, (token, piece) in enumerate(zip(ids, pieces, strict=True)):
-        start = time.perf_counter()
+        start = time.process_time()
         delta = parser.parse_delta(piece, [token], req, [], finished=position == last)
-        spent += time.perf_counter() - start
+        spent += time.process_time() - start
         collect(calls, delta)
     return spent, found(calls)
 

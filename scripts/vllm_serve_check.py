@@ -60,6 +60,13 @@ TOOLS = [
         "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
                        "required": ["path", "content"]}}},
 ]
+# tool_choice='required' with one tool whose arguments allow one value each: the plugin's own grammar
+# (chatparse.tool_grammar, set by its adjust_request) then leaves the random model only this call to write
+PINNED = [{"type": "function", "function": {
+    "name": "get_weather", "description": "Current weather of a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string", "enum": ["Paris"]},
+                                                    "days": {"type": "integer", "const": 3}},
+                   "required": ["city", "days"], "additionalProperties": False}}}]
 REASONING = "The user wants the weather in Paris and a note saved. I call get_weather, then write_file."
 CONTENT = "Checking the weather, then saving the note."
 NOTE = "".join(f"line {i}: the forecast for day {i % 7} says mild, wind {i % 13} km/h\n" for i in range(60)).strip()
@@ -90,6 +97,7 @@ class Family:
     writer: Callable[[], Turn]
     extra_special: tuple[str, ...] = ()
     stops: tuple[str, ...] = ()  # more end tokens in generation_config.json, as the real model has
+    grammar: bool = True  # chatparse.tool_grammar supports the template (tool_choice='required' is served)
     render_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
@@ -120,7 +128,7 @@ FAMILIES = {
     "qwen3": Family("qwen3", CHAT_TEMPLATES / "Qwen-Qwen3-0.6B.jinja", "<|im_end|>", qwen3_turn),
     "qwen3_coder": Family("qwen3_coder", SERVE_TEMPLATES / "Qwen3-Coder.jinja", "<|im_end|>", qwen3_coder_turn),
     "gpt_oss": Family("gpt_oss", SERVE_TEMPLATES / "openai-gpt-oss-120b.jinja", "<|return|>", gpt_oss_turn,
-                      extra_special=("<|constrain|>",), stops=("<|call|>",)),
+                      extra_special=("<|constrain|>",), stops=("<|call|>",), grammar=False),
 }
 
 
@@ -206,13 +214,16 @@ VLLM_COMMAND = [sys.executable, "-c", _LAUNCH]
 def serve_command(model: Path, port: int) -> list[str]:
     """docs/vllm.md's command on the tiny model, plus what a CPU and a random model need: float32, a short
     context, no compilation, and structured outputs from the first token (the forced text starts inside the
-    reasoning, which vLLM otherwise leaves unconstrained)."""
+    reasoning, which vLLM otherwise leaves unconstrained). The guidance backend for every request: vLLM
+    serves one structured-output backend per server, chosen by the first request that asks for one, and
+    the plugin's tool grammars are llguidance's (after a regex request started xgrammar, they fail with a 500)."""
     return [*VLLM_COMMAND, "serve", str(model),
             "--enable-auto-tool-choice",
             "--tool-parser-plugin", "chatparse.integrations.vllm.plugin", "--tool-call-parser", "chatparse",
             "--reasoning-parser-plugin", "chatparse.integrations.vllm.plugin", "--reasoning-parser", "chatparse",
             "--port", str(port), "--served-model-name", "tiny", "--dtype", "float32", "--max-model-len", "8192",
-            "--enforce-eager", "--structured-outputs-config", json.dumps({"enable_in_reasoning": True})]
+            "--enforce-eager",
+            "--structured-outputs-config", json.dumps({"backend": "guidance", "enable_in_reasoning": True})]
 
 
 @contextlib.contextmanager
@@ -257,10 +268,10 @@ class Message:
     finish_reason: str | None
 
 
-def non_streamed(client: Any, extra: dict[str, Any], max_tokens: int) -> Message:
+def non_streamed(client: Any, extra: dict[str, Any], max_tokens: int, **request: Any) -> Message:
     response = client.chat.completions.create(
-        model="tiny", messages=[{"role": "user", "content": "Weather in Paris? Save a note."}], tools=TOOLS,
-        temperature=0, max_tokens=max_tokens, extra_body=extra)
+        model="tiny", messages=[{"role": "user", "content": "Weather in Paris? Save a note."}],
+        temperature=0, max_tokens=max_tokens, extra_body=extra, **{"tools": TOOLS, **request})
     choice = response.choices[0]
     message = choice.message
     calls = message.tool_calls or []
@@ -269,10 +280,10 @@ def non_streamed(client: Any, extra: dict[str, Any], max_tokens: int) -> Message
                    [c.id for c in calls], choice.finish_reason)
 
 
-def streamed(client: Any, extra: dict[str, Any], max_tokens: int) -> Message:
+def streamed(client: Any, extra: dict[str, Any], max_tokens: int, **request: Any) -> Message:
     stream = client.chat.completions.create(
-        model="tiny", messages=[{"role": "user", "content": "Weather in Paris? Save a note."}], tools=TOOLS,
-        temperature=0, max_tokens=max_tokens, extra_body=extra, stream=True)
+        model="tiny", messages=[{"role": "user", "content": "Weather in Paris? Save a note."}],
+        temperature=0, max_tokens=max_tokens, extra_body=extra, stream=True, **{"tools": TOOLS, **request})
     reasoning, content, finish = "", "", None
     calls: dict[int, dict[str, str]] = {}
     for chunk in stream:
@@ -323,6 +334,31 @@ def cut_budget(ends: list[int], position: int) -> int:
     return next(count for count, end in enumerate(ends, 1) if end >= position)
 
 
+def required_choice(family: Family, client: Any, summary: list[str]) -> list[str]:
+    """``tool_choice='required'``, no structured outputs in the request: the plugin constrains the model with
+    the template's grammar; a template without one is answered with a 400 that says why."""
+    import openai
+
+    extra = {"chat_template_kwargs": {"enable_thinking": False}}  # Qwen3's prompt then closes reasoning
+    request = {"tools": PINNED, "tool_choice": "required", "parallel_tool_calls": False}
+    problems = []
+    for label, call in (("required non-streamed", non_streamed), ("required streamed", streamed)):
+        try:
+            got = call(client, extra, 512, **request)
+        except openai.BadRequestError as error:
+            summary.append(f"{family.name} {label}: 400 {str(error)[:160]}")
+            if family.grammar:
+                problems.append(f"{family.name} {label}: 400 {error}")
+            continue
+        if not family.grammar:
+            problems.append(f"{family.name} {label}: expected a 400 (no grammar for this template), got {got}")
+            continue
+        problems += check(f"{family.name} {label}", got, None, None, [("get_weather", {"city": "Paris", "days": 3})],
+                          "tool_calls")
+        summary.append(f"{family.name} {label}: finish={got.finish_reason} calls={got.calls}")
+    return problems
+
+
 def run_family(family: Family, workdir: Path, port: int) -> tuple[list[str], list[str]]:
     from openai import OpenAI
 
@@ -354,6 +390,7 @@ def run_family(family: Family, workdir: Path, port: int) -> tuple[list[str], lis
                                   turn.calls[:kept], finish)
                 summary.append(f"{family.name} {label} in call {kept + 1} (max_tokens={budget}): "
                                f"finish={got.finish_reason} calls={[n for n, _ in got.calls]}")
+        problems += required_choice(family, client, summary)
         summary.append(f"{family.name}: model built and server healthy in {ready - started:.0f} s, "
                        f"requests in {time.monotonic() - ready:.0f} s")
     return problems, summary

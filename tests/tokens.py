@@ -162,7 +162,9 @@ RUNNERS: dict[str, Runner] = {
 CALL_RUNNERS = {"ChatCompletionStream buffer_calls"}  # differ from the others only when there are calls
 ONE_SHOT_RUNNERS = {"ResponseParser"}  # fed one delta, the same code as parse_response
 RECOVER_RUNNERS: set[str] = set()
-if importlib.util.find_spec("vllm") is not None:
+# The runner drives vLLM 0.33's ChatStreamProcessor (0.32 has that loop inline in its chat serving code).
+if importlib.util.find_spec("vllm") is not None and importlib.util.find_spec(
+        "vllm.entrypoints.openai.chat_completion.stream_processor") is not None:
     from tests.integrations.vllm_runner import run_vllm_plugin
 
     RUNNERS["vLLM plugin"] = run_vllm_plugin

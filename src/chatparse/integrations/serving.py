@@ -216,7 +216,9 @@ class GenerationStream:
     def finish(self) -> Delta:
         """The rest of the generation (held text, calls completed by its end)."""
         self.finished = True
-        delta = self._delta(self._stream.finish())
+        # The engine's finish reason does not reach the parser here: finishing with none (the text-only rule)
+        # keeps a raw-code call whose end was never written truncated, never a cut program read as a call.
+        delta = self._delta(self._stream.finish(None))
         if self._stream.message is not None:
             log_dropped(self._stream.message, self._log)
         return delta

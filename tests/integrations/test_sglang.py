@@ -106,6 +106,9 @@ def make_request(serving: OpenAIServingChat, case: dict[str, Any], *, stream: bo
     """A chat request prepared as ``_convert_to_internal_request`` prepares it: the detectors' tool
     constraint asked for, special tokens kept, the rendered prompt handed to the response parsers."""
     tools = case.get("tools")
+    # Chat completions take function tools only ({"type": "code_interpreter"} enables a format's built-in
+    # tool in its chat template; the parser reads those calls whatever the tools).
+    tools = [t for t in tools if t.get("type", "function") == "function"] or None if tools else None
     request = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}], stream=stream,
                                     tools=tools, tool_choice="auto" if tools else None)
     constraint = None

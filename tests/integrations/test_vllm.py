@@ -97,6 +97,9 @@ def encode(tokenizer: Any, text: str) -> list[int]:
 
 def make_request(case: dict[str, Any], *, stream: bool) -> ChatCompletionRequest:
     tools = case.get("tools")
+    # Chat completions take function tools only ({"type": "code_interpreter"} enables a format's built-in
+    # tool in its chat template; the parser reads those calls whatever the tools).
+    tools = [t for t in tools if t.get("type", "function") == "function"] or None if tools else None
     return ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}], stream=stream,
                                  tools=tools, tool_choice="auto" if tools else None)
 

@@ -38,6 +38,9 @@ def run_vllm_plugin(template: Any, prefix: str, deltas: list[str], options: dict
     register()
     tokenizer = _tokenizer(template)
     tools = options.get("tools")
+    # Chat completions take function tools only ({"type": "code_interpreter"} enables a format's built-in
+    # tool in its chat template; the parser reads those calls whatever the tools).
+    tools = [t for t in tools if t.get("type", "function") == "function"] or None if tools else None
     request = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}], stream=True,
                                     tools=tools, tool_choice="auto" if tools else None)
     parser_cls = ParserManager.get_parser(tool_parser_name=NAME, reasoning_parser_name=NAME, enable_auto_tools=True)

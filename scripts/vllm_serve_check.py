@@ -98,7 +98,16 @@ class Family:
     writer: Callable[[], Turn]
     extra_special: tuple[str, ...] = ()
     stops: tuple[str, ...] = ()  # more end tokens in generation_config.json, as the real model has
-    grammar: bool = True  # chatparse.tool_grammar supports the template (tool_choice='required' is served)
+    @property
+    def grammar(self) -> bool:
+        """Whether chatparse.tool_grammar supports the template (then required, named and strict are served)."""
+        from chatparse.grammar import GrammarError, tool_grammar
+
+        try:
+            tool_grammar(self.name, PINNED)
+        except GrammarError:
+            return False
+        return True
     render_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
@@ -129,7 +138,7 @@ FAMILIES = {
     "qwen3": Family("qwen3", CHAT_TEMPLATES / "Qwen-Qwen3-0.6B.jinja", "<|im_end|>", qwen3_turn),
     "qwen3_coder": Family("qwen3_coder", SERVE_TEMPLATES / "Qwen3-Coder.jinja", "<|im_end|>", qwen3_coder_turn),
     "gpt_oss": Family("gpt_oss", SERVE_TEMPLATES / "openai-gpt-oss-120b.jinja", "<|return|>", gpt_oss_turn,
-                      extra_special=("<|constrain|>",), stops=("<|call|>",), grammar=False),
+                      extra_special=("<|constrain|>",), stops=("<|call|>",)),
 }
 
 
@@ -342,9 +351,15 @@ def required_choice(family: Family, client: Any, summary: list[str]) -> list[str
     import openai
 
     extra = {"chat_template_kwargs": {"enable_thinking": False}}  # Qwen3's prompt then closes reasoning
-    request = {"tools": PINNED, "tool_choice": "required", "parallel_tool_calls": False}
+    strict = [{**PINNED[0], "function": {**PINNED[0]["function"], "strict": True}}]
+    named = {"type": "function", "function": {"name": "get_weather"}}
+    asks = (("required", {"tools": PINNED, "tool_choice": "required", "parallel_tool_calls": False}),
+            ("named", {"tools": PINNED, "tool_choice": named}),
+            ("strict", {"tools": strict, "tool_choice": "auto"}))
     problems = []
-    for label, call in (("required non-streamed", non_streamed), ("required streamed", streamed)):
+    runs = [(f"{ask} {label}", call, request) for ask, request in asks
+            for label, call in (("non-streamed", non_streamed), ("streamed", streamed))]
+    for label, call, request in runs:
         try:
             got = call(client, extra, 512, **request)
         except openai.BadRequestError as error:
@@ -356,8 +371,20 @@ def required_choice(family: Family, client: Any, summary: list[str]) -> list[str
             problems.append(f"{family.name} {label}: expected a 400 (no grammar for this template), got {got}")
             continue
         got.content = got.content or None  # vLLM 0.32 answers a required choice with content '' (not None)
-        problems += check(f"{family.name} {label}", got, None, None, [("get_weather", {"city": "Paris", "days": 3})],
-                          "tool_calls")
+        if label.startswith("strict") and not got.calls:  # auto: the model may answer in text
+            summary.append(f"{family.name} {label}: finish={got.finish_reason} text only ({got.content!r:.60})")
+            continue
+        pinned = ("get_weather", {"city": "Paris", "days": 3})
+        if label.startswith("strict"):
+            # auto with a strict tool: text may come first, and parallel calls may follow one another up to the
+            # token limit; every call the client gets is the schema's one possible call.
+            wanted = [pinned] * len(got.calls)
+            finish = got.finish_reason if got.finish_reason in ("tool_calls", "length") else "tool_calls"
+            problems += check(f"{family.name} {label}", got, None, got.content, wanted, finish)
+        else:
+            # A named choice ends with 'stop', as OpenAI's API and vLLM answer a forced function.
+            finish = "stop" if label.startswith("named") else "tool_calls"
+            problems += check(f"{family.name} {label}", got, None, None, [pinned], finish)
         summary.append(f"{family.name} {label}: finish={got.finish_reason} calls={got.calls}")
     return problems
 

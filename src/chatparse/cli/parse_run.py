@@ -10,7 +10,7 @@ import sys
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from chatparse.batch.arrow import COLUMNS, MESSAGE_COLUMN, BatchParser
 from chatparse.batch.rows import Outcome, RowOptions, failed
@@ -304,9 +304,9 @@ def run_jobs(config: RunConfig, jobs: Iterable[LinesJob | BatchJob], workers: in
         for job in jobs:
             pending.append(pool.submit(_run_in_worker, job))
             if len(pending) >= 2 * workers:
-                yield pending.popleft().result()
+                yield _result(pending.popleft(), pool)
         while pending:
-            yield pending.popleft().result()
+            yield _result(pending.popleft(), pool)
         done = True
     except BrokenProcessPool:
         raise CliError("A worker process died (killed, or out of memory?); nothing was written under the output's "
@@ -316,6 +316,24 @@ def run_jobs(config: RunConfig, jobs: Iterable[LinesJob | BatchJob], workers: in
             pool.shutdown(wait=True)
         else:  # an error, Ctrl-C or SIGTERM: the workers end now, not after their jobs
             _stop(pool)
+
+
+def _result(future: Any, pool: Any) -> ChunkResult:
+    """The job's result, watching the workers while it waits: a worker that died (killed, out of memory) is
+    ``BrokenProcessPool`` within a second, even where the pool's own manager thread would hang on the dead
+    worker's queue (CPython's ProcessPoolExecutor can, when a worker is killed with the call queue full)."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    while True:
+        try:
+            return cast(ChunkResult, future.result(timeout=0.5))
+        except TimeoutError:
+            try:  # the pool's manager thread may change the table while it is read: look again next time
+                processes = list((getattr(pool, "_processes", None) or {}).values())
+            except RuntimeError:
+                continue
+            if any(process.exitcode is not None for process in processes):
+                raise BrokenProcessPool("a worker process ended before its jobs were done") from None
 
 
 # Set when a process pool was stopped before its work was done (an error, a dead worker, Ctrl-C): the CLI then

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -107,18 +108,24 @@ def _check_message(message: dict[str, Any], choice: Any, parallel: bool) -> None
 def test_random_walks_parse_back(family: str) -> None:
     template = get_template(family)
     prefix = _prefix(family)
-    rng = random.Random(family)
+    assert_walks_parse_back(template, prefix, family, _free_text_stops(template))
+
+
+def assert_walks_parse_back(template: Any, prefix: str, label: str, extra_literals: Collection[str] = ()) -> None:
+    """Random walks through the grammar of every tool choice parse back (one-shot and streamed) into the calls
+    the choice demands, with schema-valid arguments; most walks must finish."""
+    rng = random.Random(label)
     finished = 0
     for choice, parallel in CHOICES:
         grammar = tool_grammar(template, STRESS_TOOLS, tool_choice=choice, parallel_tool_calls=parallel,
                                prefix=prefix)
-        literals = sorted(grammar.grammar.literals() | _free_text_stops(template))
+        literals = sorted(grammar.grammar.literals() | set(extra_literals))
         for _ in range(4):
             text = walk(grammar.lark, rng, literals)
             if text is None:
                 continue
             finished += 1
-            where = f"{family} {choice} parallel={parallel}: {text!r}"
+            where = f"{label} {choice} parallel={parallel}: {text!r}"
             message = chatparse.parse_response(text, template, prefix=prefix, tools=STRESS_TOOLS)
             try:
                 _check_message(message, choice, parallel)

@@ -4,13 +4,11 @@ tests/grammar/test_builtins.py) and every turn the chat template itself renders 
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 import jinja2
-import jsonschema
 import pytest
 
 import chatparse
@@ -18,9 +16,8 @@ from chatparse.grammar import GrammarError, tool_grammar
 from chatparse.synthesize import SynthesizedTemplate, synthesize_template
 from chatparse.synthesize import probes as P
 from chatparse.synthesize.write import NoWrittenForm, _index_form, spell_calls, written_form
-from tests.grammar.test_builtins import CHOICES, STRESS_TOOLS, _check_message
-from tests.grammar.walk import accepts, walk
-from tests.streamcheck import random_split, stream
+from tests.grammar.test_builtins import STRESS_TOOLS, assert_walks_parse_back
+from tests.grammar.walk import accepts
 from tests.synthesize.families import FAMILIES, source
 
 Get = Callable[[str], SynthesizedTemplate]
@@ -161,26 +158,7 @@ def test_random_walks_parse_back(synthesized: Get, name: str) -> None:
     template = dict(result)
     assert "write" in template["fields"]["tool_calls"]["chatparse"]  # written as rendered, not a derived default
     prefix = _prompt(result).text
-    rng = random.Random(name)
-    finished = 0
-    for choice, parallel in CHOICES:
-        grammar = tool_grammar(template, STRESS_TOOLS, tool_choice=choice, parallel_tool_calls=parallel,
-                               prefix=prefix)
-        literals = sorted(grammar.grammar.literals())
-        for _ in range(4):
-            text = walk(grammar.lark, rng, literals)
-            if text is None:
-                continue
-            finished += 1
-            where = f"{name} {choice} parallel={parallel}: {text!r}"
-            message = chatparse.parse_response(text, template, prefix=prefix, tools=STRESS_TOOLS)
-            try:
-                _check_message(message, choice, parallel)
-            except (AssertionError, jsonschema.ValidationError) as exc:
-                raise AssertionError(f"{where}\n-> {message}\n{exc}") from exc
-            streamed, _ = stream(template, prefix, random_split(text, rng), tools=STRESS_TOOLS)
-            assert streamed == message, where
-    assert finished >= 12, f"only {finished} of 24 walks finished"
+    assert_walks_parse_back(template, prefix, name)
 
 
 MESSAGES: list[dict[str, Any]] = [

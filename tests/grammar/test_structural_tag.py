@@ -27,7 +27,14 @@ from chatparse.grammar.structural_tag import to_structural_tag
 from chatparse.template.compile import load_template
 from chatparse.templates import get_template
 from tests.grammar.gbnf_lark import gbnf_to_lark
-from tests.grammar.test_builtins import STRESS_TOOLS, _check_message, _grammar_families, _prefix, _rendered, _turns
+from tests.grammar.test_builtins import (
+    STRESS_TOOLS,
+    _check_message,
+    _grammar_families,
+    _prefix,
+    _rendered,
+    _turns,
+)
 from tests.grammar.walk import accepts, walk
 from tests.tokens import template_markers
 

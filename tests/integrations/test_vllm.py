@@ -43,6 +43,7 @@ from chatparse.integrations.serving import CALLS_ENV, TEMPLATE_ENV
 from chatparse.integrations.vllm import NAME, PLUGIN_MODULE
 from chatparse.integrations.vllm.parsers import ChatparseParser, register
 from tests import tokens
+from tests.grammar.token_walk import GuidanceMatcher, XGrammarMatcher, walk_tokens
 from tests.integrations.serving_cases import (
     CASE_IDS,
     CASES,
@@ -307,111 +308,8 @@ _MARKERS = ("\n</parameter>\n", "</function>\n</tool_call>", "<parameter=", "cit
             '"', "}", "\n</tool_call>")
 
 
-class _Guidance:
-    """llguidance's matcher over a Lark grammar with the model's tokenizer (what vLLM's guidance backend runs)."""
-
-    def __init__(self, tokenizer: Any, lark: str) -> None:
-        import llguidance
-        import llguidance.hf
-
-        self.tokenizer = llguidance.hf.from_tokenizer(getattr(tokenizer, "tokenizer", tokenizer))
-        self.matcher = llguidance.LLMatcher(self.tokenizer, lark)
-        assert not self.matcher.is_error(), self.matcher.get_error()
-        self.vocab_size = self.tokenizer.vocab_size
-        self.stops = {self.tokenizer.eos_token}
-
-    def done(self) -> bool:
-        return bool(self.matcher.is_stopped())
-
-    def can_end(self) -> bool:
-        return bool(self.matcher.is_accepting())
-
-    def forced(self) -> list[int]:
-        return list(self.matcher.compute_ff_tokens())
-
-    def allowed(self) -> list[int]:
-        mask = self.matcher.compute_bitmask()
-        return [i for i in range(self.vocab_size) if mask[i >> 3] >> (i & 7) & 1]
-
-    def consume(self, ids: list[int]) -> bool:
-        taken = self.matcher.try_consume_tokens(ids)
-        if taken == len(ids):
-            return True
-        if taken:
-            self.matcher.rollback(taken)
-        return False
-
-
-class _XGrammar:
-    """xgrammar's matcher over a structural tag, compiled as vLLM's xgrammar backend compiles one (the
-    tokenizer's whole vocabulary; the stop tokens are the request's: here the end-of-turn token)."""
-
-    def __init__(self, tokenizer: Any, tag: str, stop: str) -> None:
-        import xgrammar as xgr
-
-        hf = getattr(tokenizer, "tokenizer", tokenizer)
-        self.vocab_size = len(hf)
-        self.stops = {hf.convert_tokens_to_ids(stop)}
-        info = xgr.TokenizerInfo.from_huggingface(hf, vocab_size=self.vocab_size, stop_token_ids=sorted(self.stops))
-        self.matcher = xgr.GrammarMatcher(xgr.GrammarCompiler(info).compile_structural_tag(tag))
-        self.bitmask = xgr.allocate_token_bitmask(1, self.vocab_size)
-
-    def done(self) -> bool:
-        return bool(self.matcher.is_terminated())
-
-    def can_end(self) -> bool:
-        return bool(self.matcher.is_completed())
-
-    def forced(self) -> list[int]:
-        return []
-
-    def allowed(self) -> list[int]:
-        self.matcher.fill_next_token_bitmask(self.bitmask)
-        words = self.bitmask[0].tolist()
-        return [i for i in range(self.vocab_size) if words[i >> 5] >> (i & 31) & 1]
-
-    def consume(self, ids: list[int]) -> bool:
-        for taken, token in enumerate(ids):
-            if not self.matcher.accept_token(token):
-                if taken:
-                    self.matcher.rollback(taken)
-                return False
-        return True
-
-
 _MARKERS = ("\n</parameter>\n", "</function>\n</tool_call>", "<parameter=", "city>\n", "days>\n", "Seoul", "2",
             '"', "}", "\n</tool_call>")
-
-
-def _walk(tokenizer: Any, matcher: _Guidance | _XGrammar, seed: int) -> list[int] | None:
-    """Token ids a random walk through the grammar writes with the model's own tokenizer (special tokens and
-    all; a stop token ends it and is left out of the text, as vLLM leaves it), or None if it did not finish;
-    after a while it prefers tokens that close things."""
-    closing = {i for i in range(matcher.vocab_size)
-               if tokenizer.decode([i], skip_special_tokens=False) in ('"', "}", "]", ">", "<", "/", "\n", "a", "1")}
-    rng = random.Random(seed)
-    ids: list[int] = []
-    for step in range(4000):
-        if matcher.done() or (matcher.can_end() and rng.random() < 0.3):
-            return ids
-        forced = matcher.forced()
-        if forced and rng.random() < 0.8:
-            assert matcher.consume(forced)
-            ids.extend(forced)
-            continue
-        allowed = [i for i in matcher.allowed() if i not in matcher.stops]
-        if not allowed:
-            return ids if matcher.can_end() else None
-        if step > 20 and rng.random() < 0.3:  # write a whole marker when the grammar takes it here
-            marker = tokenizer.encode(rng.choice(_MARKERS), add_special_tokens=False)
-            if matcher.consume(marker):
-                ids.extend(marker)
-                continue
-        preferred = [i for i in allowed if i in closing] if step > 40 else []
-        token = rng.choice(preferred if preferred and rng.random() < 0.9 else allowed)
-        assert matcher.consume([token])
-        ids.append(token)
-    return None
 
 
 @pytest.mark.parametrize("form", ["structural_tag", "lark"])
@@ -437,17 +335,20 @@ def test_guarantees_are_enforced_by_the_templates_own_grammar(family: str, tool_
     if form == "lark":
         assert structured.structural_tag is None and structured.grammar.startswith("%llguidance")
         assert "<tool_call>" in structured.grammar and '"<tool_call>' not in structured.grammar  # a token
-        new_matcher: Any = lambda: _Guidance(tokenizer, structured.grammar)  # noqa: E731
+        new_matcher: Any = lambda: GuidanceMatcher(tokenizer, structured.grammar)  # noqa: E731
     else:
         pytest.importorskip("xgrammar")
+        from vllm.v1.structured_output.backend_xgrammar import validate_xgrammar_grammar
+
         assert structured.grammar is None
         tokens_named = {f["token"] for f in _formats(json.loads(structured.structural_tag)["format"])
                         if f["type"] == "token"}
-        assert "<tool_call>" in tokens_named  # an added token, as a token format
-        new_matcher = lambda: _XGrammar(tokenizer, structured.structural_tag, "<|im_end|>")  # noqa: E731
+        assert tokenizer.convert_tokens_to_ids("<tool_call>") in tokens_named  # an added token, by id
+        validate_xgrammar_grammar(SamplingParams(structured_outputs=structured))  # vLLM's check: no tokenizer
+        new_matcher = lambda: XGrammarMatcher(tokenizer, structured.structural_tag, ["<|im_end|>"])  # noqa: E731
     finished = 0
     for seed in range(8):
-        ids = _walk(tokenizer, new_matcher(), seed)
+        ids = walk_tokens(tokenizer, new_matcher(), seed, _MARKERS)
         if ids is None:
             continue
         finished += 1

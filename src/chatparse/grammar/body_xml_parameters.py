@@ -110,6 +110,7 @@ class _Parameters:
         self.call_tags = [opener.group(1), self.end_marker] if \
             builder.plan.calls.content == "xml-invokes" and opener else []
         self.picks: dict[int, Node] = {}
+        self.members: dict[int, Node] = {}  # member j follows every choice from i <= j on: written once
 
     def node(self) -> Node:
         first, may_end = self.more(0)
@@ -140,6 +141,12 @@ class _Parameters:
 
     def member(self, j: int) -> Node:
         """Member ``j``'s value and what follows it: the next member or the call's end."""
+        hit = self.members.get(j)
+        if hit is None:
+            hit = self.members[j] = self._member(j)
+        return hit
+
+    def _member(self, j: int) -> Node:
         nxt, may_end = self.more(j + 1)
         sub = self.props[self.names[j]]
         if _raw_string(sub) and not self.xml_text:

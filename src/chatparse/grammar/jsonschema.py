@@ -52,6 +52,19 @@ def json_string(min_len: int = 0, max_len: int | None = None, char: str = STRING
     return Rx(f'"{char}{count}"')
 
 
+def _schema_key(schema: Mapping[str, Any], root: Any, string_char: str) -> str | None:
+    """What a schema's grammar depends on, as text: the schema (its property order counts), the string
+    character and, where it refers to definitions, the definitions of its root (None: not JSON)."""
+    try:
+        text = json.dumps(schema, ensure_ascii=False)
+        if '"$ref"' in text:
+            defs = [root.get("$defs"), root.get("definitions")] if isinstance(root, Mapping) else None
+            text += json.dumps(defs, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return None
+    return string_char + "\x00" + text
+
+
 class SchemaGrammar:
     """Writes JSON Schemas into ``grammar``; one instance per tool set (it names rules for ``$defs``)."""
 
@@ -63,11 +76,24 @@ class SchemaGrammar:
         self.unenforced: list[str] = []
         self._any: Ref | None = None
         self._defs: dict[tuple[int, str], Ref] = {}
+        self._values: dict[str, Node] = {}  # by the schema's JSON text (tools repeat sub-schemas)
 
     # -- the whole value ------------------------------------------------------------------------------
     def value(self, schema: Any, where: str, root: Any = None) -> Node:
-        """The JSON texts ``schema`` admits (``where`` names it in errors)."""
+        """The JSON texts ``schema`` admits (``where`` names it in errors). Equal schemas give one node
+        (shared rules), except under ``lenient``, where each place's unenforced keywords are listed."""
         root = schema if root is None else root
+        key = None if self.lenient or not isinstance(schema, Mapping) else _schema_key(schema, root, self.string_char)
+        if key is not None:
+            hit = self._values.get(key)
+            if hit is not None:
+                return hit
+        node = self._value(schema, where, root)
+        if key is not None:
+            self._values[key] = node
+        return node
+
+    def _value(self, schema: Any, where: str, root: Any) -> Node:
         if schema is True or schema == {} or schema is None:
             return self.any_value()
         if schema is False:

@@ -54,13 +54,18 @@ class _Writer:
         self.special = sorted(special, key=len, reverse=True)
         self.extra: list[str] = []
         self.names: dict[Node, str] = {}
-        self._exprs: dict[int, tuple[Node, str]] = {}  # by id: nodes are shared, their hashes are deep
-        self._literals: dict[str, str] = {}
+        # By id (nodes are shared, their hashes are deep): (node, its text, its text as an operand).
+        self._texts: dict[int, tuple[Node, str, str]] = {}
+        self._literals: dict[str, tuple[str, str]] = {}
 
-    def literal(self, text: str) -> str:
+    def literal(self, text: str) -> tuple[str, str]:
+        """(the Lark text of a literal, the same as an operand)."""
         hit = self._literals.get(text)
         if hit is None:
-            hit = self._literals[text] = self._literal(text)
+            written = self._literal(text) if self.special else _quote(text) if text else '""'
+            # (parentheses around a token next to quoted text, or around several quoted pieces)
+            wrap = (" " in written and not written.startswith('"')) or written.count('"') > 2
+            hit = self._literals[text] = (written, f"({written})" if wrap else written)
         return hit
 
     def _literal(self, text: str) -> str:
@@ -104,47 +109,53 @@ class _Writer:
         return name
 
     def expr(self, node: Node) -> str:
-        hit = self._exprs.get(id(node))
-        if hit is not None and hit[0] is node:
-            return hit[1]
-        text = self._expr(node)
-        self._exprs[id(node)] = (node, text)
-        return text
-
-    def _expr(self, node: Node) -> str:
-        if isinstance(node, Lit):
-            return self.literal(node.text)
-        if isinstance(node, Rx):
-            return _regex(node.pattern)
-        if isinstance(node, Ref):
-            return node.name
-        if isinstance(node, Seq):
-            return " ".join(self.wrapped(item) for item in node.items) if node.items else '""'
-        if isinstance(node, Alt):
-            items = [item for item in node.items if not _empty(item)]
-            text = " | ".join(self.expr(item) for item in items)
-            return f"({text})?" if len(items) < len(node.items) else text
-        if isinstance(node, Rep):
-            inner = self.wrapped(node.item)
-            if (node.min, node.max) == (0, None):
-                return f"{inner}*"
-            if (node.min, node.max) == (1, None):
-                return f"{inner}+"
-            if (node.min, node.max) == (0, 1):
-                return f"{inner}?"
-            upper = "" if node.max is None else str(node.max)
-            return f"{inner}{{{node.min},{upper}}}"
-        if isinstance(node, Until | Text):
-            return self.aux(node)
-        raise TypeError(f"unknown grammar node {node!r}")
+        hit = self._texts.get(id(node))
+        return hit[1] if hit is not None and hit[0] is node else self._write(node)[0]
 
     def wrapped(self, node: Node) -> str:
-        text = self.expr(node)
-        if isinstance(node, Alt) or (isinstance(node, Seq) and len(node.items) > 1) or \
-                (isinstance(node, Lit) and " " in text and not text.startswith('"')) or \
-                (isinstance(node, Lit) and text.count('"') > 2) or (isinstance(node, Until) and " " in text):
-            return f"({text})"
-        return text
+        """``node``'s text as an operand of a sequence or a repetition (parenthesized where needed)."""
+        hit = self._texts.get(id(node))
+        return hit[2] if hit is not None and hit[0] is node else self._write(node)[1]
+
+    def _write(self, node: Node) -> tuple[str, str]:
+        """(``node``'s text, its text as an operand), remembered for the node."""
+        if type(node) is Ref:
+            return node.name, node.name
+        if type(node) is Lit:
+            return self.literal(node.text)
+        if type(node) is Rx:
+            text = _regex(node.pattern)
+            return text, text
+        if isinstance(node, Seq):
+            wrapped = self.wrapped
+            text = " ".join([wrapped(item) for item in node.items]) if node.items else '""'
+            operand = f"({text})" if len(node.items) > 1 else text
+        elif isinstance(node, Alt):
+            items = [item for item in node.items if not _empty(item)]
+            text = " | ".join([self.expr(item) for item in items])
+            if len(items) < len(node.items):
+                text = f"({text})?"
+            operand = f"({text})"
+        elif isinstance(node, Rep):
+            text = operand = self._rep(node)
+        elif isinstance(node, Until | Text):
+            text = self.aux(node)
+            operand = f"({text})" if isinstance(node, Until) and " " in text else text
+        else:
+            raise TypeError(f"unknown grammar node {node!r}")
+        self._texts[id(node)] = (node, text, operand)
+        return text, operand
+
+    def _rep(self, node: Rep) -> str:
+        inner = self.wrapped(node.item)
+        if (node.min, node.max) == (0, None):
+            return f"{inner}*"
+        if (node.min, node.max) == (1, None):
+            return f"{inner}+"
+        if (node.min, node.max) == (0, 1):
+            return f"{inner}?"
+        upper = "" if node.max is None else str(node.max)
+        return f"{inner}{{{node.min},{upper}}}"
 
 
 def _empty(node: Node) -> bool:

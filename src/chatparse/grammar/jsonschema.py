@@ -228,18 +228,29 @@ class SchemaGrammar:
 
     def members(self, members: list[tuple[str, Node, bool]], *, sep: Node) -> Node:
         """Members in the given order, each optional one skippable, at least the required ones: a chain of
-        rules ``after_i`` = what may follow member ``i``."""
+        rules ``after_i`` = what may follow member ``i``, each a choice of the next member ``j`` (``sep``,
+        member ``j``, ``after_j``); such a choice that several ``after_i`` hold is one rule."""
         count = len(members)
+        # after_i (i >= 1; nothing refers to after_0) offers j = i .. the first required member from i on.
+        offers = [0] * count
+        for i in range(1, count):
+            for j in range(i, count):
+                offers[j] += 1
+                if members[j][2]:
+                    break
         chain: list[Node] = [EMPTY] * (count + 1)
-        for i in range(count - 1, -1, -1):
+        nexts: list[Node] = [EMPTY] * count
+        for i in range(count - 1, 0, -1):
+            nxt = seq(sep, members[i][1], chain[i + 1])
+            nexts[i] = self.grammar.add("next", nxt) if offers[i] > 1 else nxt
             options = []
             for j in range(i, count):
-                options.append(seq(sep, members[j][1], chain[j + 1]))
+                options.append(nexts[j])
                 if members[j][2]:
                     break
             else:
                 options.append(EMPTY)
-            chain[i] = self.grammar.add("after", alt(*options)) if len(options) > 1 else alt(*options)
+            chain[i] = self.grammar.add("after", alt(*options)) if len(options) > 1 else options[0]
         firsts: list[Node] = []
         for j in range(count):
             firsts.append(seq(members[j][1], chain[j + 1]))

@@ -52,16 +52,16 @@ def json_string(min_len: int = 0, max_len: int | None = None, char: str = STRING
     return Rx(f'"{char}{count}"')
 
 
-def _schema_key(schema: Mapping[str, Any], root: Any, string_char: str) -> str | None:
-    """What a schema's grammar depends on, as text: the schema (its property order counts), the string
-    character and, where it refers to definitions, the definitions of its root (None: not JSON)."""
-    try:
-        text = json.dumps(schema, ensure_ascii=False)
-        if '"$ref"' in text:
-            defs = [root.get("$defs"), root.get("definitions")] if isinstance(root, Mapping) else None
-            text += json.dumps(defs, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return None
+# ``json.dumps(value, ensure_ascii=False)`` without making an encoder per call.
+json_text = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def _schema_key(schema: Mapping[str, Any], root: Any, string_char: str) -> str:
+    """What a schema's grammar depends on, as text: the schema (its ``repr``: key order counts, and so do
+    types, ``1`` and ``True``), the string character and, where it refers to definitions, its root's."""
+    text = repr(schema)
+    if "'$ref'" in text:
+        text += repr([root.get("$defs"), root.get("definitions")] if isinstance(root, Mapping) else None)
     return string_char + "\x00" + text
 
 
@@ -106,13 +106,13 @@ class SchemaGrammar:
         if "$ref" in schema:
             return self._ref(schema["$ref"], where, root)
         if "const" in schema:
-            return lit(json.dumps(schema["const"], ensure_ascii=False))
+            return lit(json_text(schema["const"]))
         if "enum" in schema:
             values = schema["enum"]
             if not isinstance(values, list) or not values:
                 raise GrammarError(f"Schema at {where}: enum must be a non-empty list", code="bad_schema",
                                    path=where)
-            return alt(*(lit(json.dumps(v, ensure_ascii=False)) for v in values))
+            return alt(*(lit(json_text(v)) for v in values))
         for key in ("anyOf", "oneOf"):
             if key in schema:
                 members = schema[key]
@@ -221,7 +221,7 @@ class SchemaGrammar:
         if unknown:
             raise GrammarError(f"Schema at {where}: required {sorted(unknown)} not in properties",
                                code="bad_schema", path=where)
-        members = [(name, seq(Lit(json.dumps(name, ensure_ascii=False)), OWS, Lit(":"), OWS,
+        members = [(name, seq(Lit(json_text(name)), OWS, Lit(":"), OWS,
                               self.value(sub, f"{where}/properties/{name}", root)), name in required)
                    for name, sub in props.items()]
         return seq(Lit("{"), OWS, self.members(members, sep=seq(OWS, Lit(","), OWS)), OWS, Lit("}"))

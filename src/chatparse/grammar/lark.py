@@ -31,8 +31,7 @@ from chatparse.grammar.ir import (
 _ANY = "(?s:.*)"
 
 
-def _quote(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
+_quote = json.JSONEncoder(ensure_ascii=False).encode  # (json.dumps without an encoder per call)
 
 
 @functools.lru_cache(maxsize=4096)

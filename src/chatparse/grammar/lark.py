@@ -56,6 +56,7 @@ class _Writer:
         # By id (nodes are shared, their hashes are deep): (node, its text, its text as an operand).
         self._texts: dict[int, tuple[Node, str, str]] = {}
         self._literals: dict[str, tuple[str, str]] = {}
+        self.reached: list[str] = []  # rules referred to (each at least once after it was)
 
     def literal(self, text: str) -> tuple[str, str]:
         """(the Lark text of a literal, the same as an operand)."""
@@ -119,6 +120,7 @@ class _Writer:
     def _write(self, node: Node) -> tuple[str, str]:
         """(``node``'s text, its text as an operand), remembered for the node."""
         if type(node) is Ref:
+            self.reached.append(node.name)
             return node.name, node.name
         if type(node) is Lit:
             return self.literal(node.text)
@@ -162,10 +164,17 @@ def _empty(node: Node) -> bool:
 
 
 def to_lark(grammar: Grammar, start: str, special: Collection[str] = ()) -> str:
-    """Lark text for ``grammar`` starting at rule ``start``."""
+    """Lark text for ``grammar`` starting at rule ``start``: the rules it reaches, in the grammar's order (a
+    grammar may hold rules no other refers to, e.g. the JSON rules a respelled copy was made from)."""
     writer = _Writer(grammar, special)
-    lines = ["%llguidance {}", "", f"start: {writer.expr(Ref(start))}"]
-    for name, node in grammar.rules.items():
-        lines.append(f"{name}: {writer.expr(node)}")
+    rules = grammar.rules
+    written: dict[str, str] = {}
+    writer.reached.append(start)
+    while writer.reached:
+        name = writer.reached.pop()
+        if name not in written:
+            written[name] = writer.expr(rules[name])
+    lines = ["%llguidance {}", "", f"start: {start}"]
+    lines.extend(f"{name}: {written[name]}" for name in rules if name in written)
     lines.extend(writer.extra)
     return "\n".join(lines) + "\n"

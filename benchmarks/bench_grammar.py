@@ -6,7 +6,7 @@ tokenizer (the work an engine does next with the grammar), so the ratio says how
 request's set-up is chatparse's. Target: a first build under 5 ms for 20 tools. Process CPU time, best of
 several runs. Prints a table, then one JSON document.
 
-    python benchmarks/bench_grammar.py [--tools 20] [--repeat 5] [--templates qwen3,qwen3_coder | all]
+    python benchmarks/bench_grammar.py [--tools 20] [--repeat 5] [--templates qwen3,qwen3_coder | all] [--distinct]
 
 ``first ms`` covers the whole uncached build: template lookup, the cache key, the grammar and its Lark text.
 """
@@ -20,8 +20,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from chatparse.grammar import api as grammar_api
 from chatparse.grammar import GrammarError, tool_grammar
+from chatparse.grammar import api as grammar_api
 from chatparse.templates import get_template, list_templates
 
 TARGET_MS = 5.0
@@ -29,16 +29,21 @@ TEMPLATES = ("qwen3", "qwen3_coder")
 CHOICES = ("auto", "required", "tool_0")
 
 
-def make_tools(count: int) -> list[dict[str, Any]]:
-    """``count`` tools with typical schemas: strings, an enum, an integer, an optional nested object."""
+def make_tools(count: int, *, distinct: bool = False) -> list[dict[str, Any]]:
+    """``count`` tools with typical schemas: strings, an enum, an integer, an optional nested object.
+    ``distinct``: each tool its own property names and enum values (equal schemas share their grammar)."""
+    def name(key: str, i: int) -> str:
+        return f"{key}_{i}" if distinct else key
+
     return [{"type": "function", "function": {"name": f"tool_{i}", "description": f"Tool number {i}.", "parameters": {
         "type": "object", "properties": {
-            "query": {"type": "string", "description": "What to look for"},
-            "mode": {"type": "string", "enum": ["fast", "exact", "fuzzy"]},
-            "limit": {"type": "integer"},
-            "filters": {"type": "object", "properties": {"lang": {"type": "string"}, "year": {"type": "integer"}}},
-            "tags": {"type": "array", "items": {"type": "string"}},
-        }, "required": ["query"]}}} for i in range(count)]
+            name("query", i): {"type": "string", "description": "What to look for"},
+            name("mode", i): {"type": "string", "enum": [name(m, i) for m in ("fast", "exact", "fuzzy")]},
+            name("limit", i): {"type": "integer"},
+            name("filters", i): {"type": "object", "properties": {name("lang", i): {"type": "string"},
+                                                                  name("year", i): {"type": "integer"}}},
+            name("tags", i): {"type": "array", "items": {"type": "string"}},
+        }, "required": [name("query", i)]}}} for i in range(count)]
 
 
 def templates(spec: str) -> list[str]:
@@ -70,11 +75,12 @@ def main() -> None:
     ap.add_argument("--tools", type=int, default=20)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--templates", default=",".join(TEMPLATES), help="comma-separated names, or 'all'")
+    ap.add_argument("--distinct", action="store_true", help="no two tools' schemas alike")
     args = ap.parse_args()
     import llguidance
 
     tokenizer = llguidance.LLTokenizer("byte")
-    tools = make_tools(args.tools)
+    tools = make_tools(args.tools, distinct=args.distinct)
     rows = []
     for template in templates(args.templates):
         for choice in CHOICES:
@@ -90,11 +96,11 @@ def main() -> None:
                          "first_ms": round(first * 1e3, 3), "cached_ms": round(cached * 1e3, 4),
                          "llguidance_compile_ms": round(peer * 1e3, 3), "ratio": round(first / peer, 2) if peer else None,
                          "lark_chars": len(lark), "under_target": first * 1e3 < TARGET_MS})
-    print(f"first ms: uncached tool_grammar(template, {args.tools} tools, tool_choice=...) incl. the Lark text; "
-          f"best of {args.repeat}, process CPU time")
-    print(f"{'template':<24} {'choice':<9} {'first ms':>9} {'cached ms':>10} {'llguidance ms':>14} {'ratio':>6}")
+    print(f"first ms: uncached tool_grammar(template, {args.tools} {'distinct ' if args.distinct else ''}tools, "
+          f"tool_choice=...) incl. the Lark text; best of {args.repeat}, process CPU time")
+    print(f"{'template':<12} {'choice':<9} {'first ms':>9} {'cached ms':>10} {'llguidance ms':>14} {'ratio':>6}")
     for row in rows:
-        print(f"{row['template']:<24} {row['tool_choice']:<9} {row['first_ms']:>9} {row['cached_ms']:>10} "
+        print(f"{row['template']:<12} {row['tool_choice']:<9} {row['first_ms']:>9} {row['cached_ms']:>10} "
               f"{row['llguidance_compile_ms']:>14} {row['ratio']:>6}")
     print(json.dumps({"machine": platform.machine(), "python": platform.python_version(), "target_ms": TARGET_MS,
                       "rows": rows}))

@@ -109,9 +109,10 @@ def tool_grammar(
     """
     compiled = load_template(template)
     tool_list: list[Tool] = [as_tool(t) for t in tools]
+    # (keys in their order: a schema's property order is the order the grammar writes them in)
     key = json.dumps([_template_key(template, compiled), [t.to_dict() for t in tool_list],
                       tool_choice, parallel_tool_calls, prefix, sorted(special_tokens), lenient, reasoning],
-                     sort_keys=True, default=str)
+                     default=str)
     with _LOCK:
         hit = _CACHE.get(key)
         if hit is not None:

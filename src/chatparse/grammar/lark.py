@@ -54,7 +54,7 @@ class _Writer:
         self.extra: list[str] = []
         self.names: dict[Node, str] = {}
         # By id (nodes are shared, their hashes are deep): (node, its text, its text as an operand).
-        self._texts: dict[int, tuple[Node, str, str]] = {}
+        self._texts: dict[int, tuple[Node, tuple[str, str]]] = {}
         self._literals: dict[str, tuple[str, str]] = {}
         self.reached: list[str] = []  # rules referred to (each at least once after it was)
 
@@ -109,32 +109,35 @@ class _Writer:
         return name
 
     def expr(self, node: Node) -> str:
-        hit = self._texts.get(id(node))
-        return hit[1] if hit is not None and hit[0] is node else self._write(node)[0]
+        return self.forms(node)[0]
 
     def wrapped(self, node: Node) -> str:
         """``node``'s text as an operand of a sequence or a repetition (parenthesized where needed)."""
-        hit = self._texts.get(id(node))
-        return hit[2] if hit is not None and hit[0] is node else self._write(node)[1]
+        return self.forms(node)[1]
 
-    def _write(self, node: Node) -> tuple[str, str]:
-        """(``node``'s text, its text as an operand), remembered for the node."""
+    def forms(self, node: Node) -> tuple[str, str]:
+        """(``node``'s text, its text as an operand)."""
+        if type(node) is Lit:
+            hit = self._literals.get(node.text)
+            return hit if hit is not None else self.literal(node.text)
         if type(node) is Ref:
             self.reached.append(node.name)
             return node.name, node.name
-        if type(node) is Lit:
-            return self.literal(node.text)
+        known = self._texts.get(id(node))
+        return known[1] if known is not None and known[0] is node else self._write(node)
+
+    def _write(self, node: Node) -> tuple[str, str]:
+        """(``node``'s text, its text as an operand), remembered for the node."""
+        forms = self.forms
         if type(node) is Rx:
-            text = _regex(node.pattern)
-            return text, text
-        if isinstance(node, Seq):
-            wrapped = self.wrapped
-            text = " ".join([wrapped(item) for item in node.items]) if node.items else '""'
+            text = operand = _regex(node.pattern)
+        elif isinstance(node, Seq):
+            text = " ".join([forms(item)[1] for item in node.items]) if node.items else '""'
             operand = f"({text})" if len(node.items) > 1 else text
         elif isinstance(node, Alt):
-            items = [item for item in node.items if not _empty(item)]
-            text = " | ".join([self.expr(item) for item in items])
-            if len(items) < len(node.items):
+            texts = [forms(item)[0] for item in node.items if type(item) is not Seq or item.items]
+            text = " | ".join(texts)
+            if len(texts) < len(node.items):
                 text = f"({text})?"
             operand = f"({text})"
         elif isinstance(node, Rep):
@@ -144,8 +147,9 @@ class _Writer:
             operand = f"({text})" if isinstance(node, Until) and " " in text else text
         else:
             raise TypeError(f"unknown grammar node {node!r}")
-        self._texts[id(node)] = (node, text, operand)
-        return text, operand
+        written = text, operand
+        self._texts[id(node)] = (node, written)
+        return written
 
     def _rep(self, node: Rep) -> str:
         inner = self.wrapped(node.item)
@@ -157,10 +161,6 @@ class _Writer:
             return f"{inner}?"
         upper = "" if node.max is None else str(node.max)
         return f"{inner}{{{node.min},{upper}}}"
-
-
-def _empty(node: Node) -> bool:
-    return isinstance(node, Seq) and not node.items
 
 
 def to_lark(grammar: Grammar, start: str, special: Collection[str] = ()) -> str:

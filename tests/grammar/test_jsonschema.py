@@ -76,3 +76,20 @@ def test_the_string_character_is_part_of_a_schema_s_grammar() -> None:
     plain = schemas.value({"type": "string"}, "x")
     schemas.string_char = r"(?:[^<\"\\\x00-\x1f])"
     assert schemas.value({"type": "string"}, "x") is not plain
+
+
+def test_definitions_of_schemas_made_one_after_another_stay_apart() -> None:
+    # Each root is dropped before the next is made (CPython may give the next one the same address).
+    for lenient in (False, True):
+        grammar = Grammar()
+        schemas = SchemaGrammar(grammar, lenient=lenient)
+        for i, kind in enumerate(("integer", "string", "boolean", "null")):
+            root = {"type": "object", "properties": {"v": {"$ref": "#/$defs/V"}}, "required": ["v"],
+                    "$defs": {"V": {"type": kind}}}
+            grammar.rules[f"value_{i}"] = schemas.value(root, "root")
+            del root
+        for i, good in enumerate(('{"v": 1}', '{"v": "s"}', '{"v": true}', '{"v": null}')):
+            grammar.rules["start_value"] = grammar.rules[f"value_{i}"]
+            lark = to_lark(grammar, "start_value")
+            assert accepts(lark, good)[0] and not accepts(lark, '{"v": []}')[0], (lenient, good)
+            assert not accepts(lark, '{"v": 1}' if i else '{"v": "s"}')[0], (lenient, good)

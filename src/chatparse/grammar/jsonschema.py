@@ -75,7 +75,8 @@ class SchemaGrammar:
         self.string_char = string_char
         self.unenforced: list[str] = []
         self._any: Ref | None = None
-        self._defs: dict[tuple[int, str], Ref] = {}
+        # By the root's id (the root kept, so that its id names no other schema while this lives).
+        self._defs: dict[tuple[int, str], tuple[Any, Ref]] = {}
         self._values: dict[str, Node] = {}  # by the schema's JSON text (tools repeat sub-schemas)
 
     # -- the whole value ------------------------------------------------------------------------------
@@ -163,16 +164,16 @@ class SchemaGrammar:
         section, name = ref[2:].split("/", 1)
         key = (id(root), ref)
         if key in self._defs:
-            return self._defs[key]
+            return self._defs[key][1]
         target = (root.get(section) or {}).get(name) if isinstance(root, Mapping) else None
         if target is None:
             raise GrammarError(f"Schema $ref {ref!r} at {where} names no definition", code="bad_schema",
                                path=where)
         rule = f"def_{len(self._defs) + 1}"
-        self._defs[key] = Ref(rule)
+        self._defs[key] = (root, Ref(rule))
         self.grammar.rules[rule] = EMPTY  # placeholder while the definition is written (recursion)
         self.grammar.rules[rule] = self.value(target, f"{section}/{name}", root)
-        return self._defs[key]
+        return self._defs[key][1]
 
     # -- by type --------------------------------------------------------------------------------------
     def _typed(self, kind: Any, schema: Mapping[str, Any], where: str, root: Any) -> Node:

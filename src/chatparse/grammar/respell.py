@@ -71,6 +71,8 @@ class _Respeller:
         self._done: dict[int, tuple[Node, Node]] = {}  # by id: (a node, respelled)
 
     def node(self, node: Node) -> Node:
+        if type(node) is Lit:  # (literals are written by their text: no need to share them)
+            return Lit(self.literal(node.text))
         hit = self._done.get(id(node))
         if hit is not None and hit[0] is node:
             return hit[1]
@@ -84,9 +86,9 @@ class _Respeller:
         if isinstance(node, Rx):
             return Rx(self.regex(node.pattern))
         if isinstance(node, Seq):
-            return Seq(tuple(self.node(item) for item in node.items))
+            return Seq(tuple([self.node(item) for item in node.items]))
         if isinstance(node, Alt):
-            return Alt(tuple(self.node(item) for item in node.items))
+            return Alt(tuple([self.node(item) for item in node.items]))
         if isinstance(node, Rep):
             return Rep(self.node(node.item), node.min, node.max)
         if isinstance(node, Ref):
@@ -102,9 +104,7 @@ class _Respeller:
         return Ref(copy)
 
     def literal(self, text: str) -> str:
-        if self.spelling == "json-string":
-            return json_text(text)[1:-1]
-        return _python(text)
+        return _literal(text, self.spelling)
 
     def regex(self, pattern: str) -> str:
         if pattern == WS.pattern:
@@ -125,6 +125,11 @@ _NUMERIC = re.compile(r"[-?:()0-9\[\]{},.|eE+\\]*")
 
 
 @functools.lru_cache(maxsize=4096)
+def _literal(text: str, spelling: str) -> str:
+    """A JSON literal's text in ``spelling`` (python or json-string)."""
+    return json_text(text)[1:-1] if spelling == "json-string" else _python(text)
+
+
 def _python(text: str) -> str:
     """A JSON literal's text (punctuation, a string, a number, a word, a constant) as Python writes it."""
     if text in _PY_WORDS:

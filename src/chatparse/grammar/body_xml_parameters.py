@@ -18,7 +18,6 @@ from __future__ import annotations
 import functools
 import json
 import re
-import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -173,16 +172,10 @@ class _Form:
         return node
 
 
-_FORMS: weakref.WeakKeyDictionary[Any, dict[str, _Form]] = weakref.WeakKeyDictionary()
-
-
 def _form(builder: Any, end: str) -> _Form:
-    forms = _FORMS.get(builder)
-    if forms is None:
-        forms = _FORMS[builder] = {}
-    form = forms.get(end)
+    form: _Form | None = builder.made.get((__name__, end))
     if form is None:
-        form = forms[end] = _Form(builder, end)
+        form = builder.made[(__name__, end)] = _Form(builder, end)
     # (typed values' strings avoid the markers' first characters: the builder's schemas write them so)
     builder.schemas.string_char = STRING_CHAR.replace('[^"', f'[^{form.banned}"', 1)
     return form
@@ -246,7 +239,8 @@ class _Parameters:
         form = self.form
         nxt, may_end = self.more(j + 1)
         sub = self.props[self.names[j]]
-        if _raw_string(sub) and not form.xml_text:
+        raw = _raw_string(sub)
+        if raw and not form.xml_text:
             options: list[Node] = []
             if nxt is not None:
                 options.append(seq(form.stop(form.head_marker), nxt))
@@ -254,7 +248,7 @@ class _Parameters:
                 options.append(seq(form.stop(form.end_marker), lit(form.following[len(form.end_marker):])))
             return alt(*options)
         written = _written_literals(sub)
-        if _raw_string(sub):
+        if raw:
             value = form.element_text()
         elif written is not None:  # an enum or a constant: strings raw, as the chat template writes them
             value = alt(*(Lit(v) for v in written))

@@ -239,6 +239,7 @@ class Builder:
         self._bodies: dict[str, Node] = {}
         self._calls: dict[tuple[str, str], Node] = {}
         self._respellers: dict[str, Any] = {}
+        self.made: dict[Any, Any] = {}  # what body modules make once per builder (keys name the module)
         self.layout = _layout(template)
 
     # -- one call -------------------------------------------------------------------------------------

@@ -28,8 +28,6 @@ NO_GRAMMAR: dict[str, str] = {
     # Calls with or without an <ifm|arg_type> element, or as a JSON object: three spellings one write form
     # cannot give.
     "k2_horizon": "no_write_form",
-    # Keys with an index attribute counted per call and a response/tools wrapper around calls and content.
-    "kimi_k3": "no_write_form",
     # A free-form object is written as nested elements of any name: no grammar matches a close to its open.
     "minimax_m3": "no_write_form",
     # Harmony-like messages: content and each call are messages of their own (' to=user<|message|>...').

@@ -46,6 +46,7 @@ BODY_MODULES: dict[str, str] = {
     "xml-parameters": "chatparse.grammar.body_xml_parameters",
     "python-calls": "chatparse.grammar.body_python_calls",
     "bare-key-object": "chatparse.grammar.body_bare_key_object",
+    "typed-parameters": "chatparse.grammar.body_typed_parameters",
 }
 # Turn layouts beyond reasoning then answer, written by modules of their own (each has
 # ``reasoning(builder, state) -> Node`` and ``answer(builder, choice, name, parallel) -> Node``), named by the
@@ -53,6 +54,7 @@ BODY_MODULES: dict[str, str] = {
 LAYOUT_MODULES: dict[str, str] = {
     "messages": "chatparse.grammar.layout_messages",
     "parts": "chatparse.grammar.layout_parts",
+    "sections": "chatparse.grammar.layout_sections",
 }
 BODIES = ("json-call", "json-arguments", *BODY_MODULES)
 # Whitespace a model writes between calls and around them when no separator is spelled out.

@@ -19,10 +19,13 @@ ARGUMENTS = {
     "python-calls": "Python calls with keyword arguments, values as Python literals",
     "bare-key-object": "an object with unquoted keys, values as JSON",
     "json-list": "a JSON list of calls, each by its schema",
+    "typed-parameters": "one element per parameter with the JSON type of its value: names from `properties`, "
+                        "required ones present; strings raw, other values as JSON",
 }
 LAYOUTS = {
     "messages": "each call is a message of its own (header, channel, recipient)",
     "parts": "the turn is parts addressed to recipients; a call is a part",
+    "sections": "the turn is fixed sections: reasoning, the answer (always written), the calls, a close",
 }
 
 
@@ -47,8 +50,8 @@ def _call_text(form: CallForm) -> str:
     if form.body == "json-call":
         body = '{"' + form.keys.get("name", "name") + '": ‹name›, "' + form.keys.get("arguments", "arguments") + \
             '": ‹arguments›}'
-    elif form.body == "xml-parameters" and form.parameter:
-        body = form.parameter.replace("{key}", "‹key›").replace("{value}", "‹value›") + "…"
+    elif form.body in ("xml-parameters", "typed-parameters") and form.parameter:
+        body = form.parameter.replace("{key}", "‹key›").replace("{value}", "‹value›").replace("{type}", "‹type›") + "…"
     else:
         body = {"json-list": "‹calls›", "python-calls": "‹name›(‹key›=‹value›, …)"}.get(form.body, "‹arguments›")
     call = form.begin.replace("{name}", "‹name›") + body + form.end.replace("{name}", "‹name›")

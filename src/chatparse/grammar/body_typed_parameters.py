@@ -1,0 +1,191 @@
+"""The ``typed-parameters`` body: a call's parameters one by one in schema order, each written by the
+``parameter`` form with ``{key}``, ``{type}`` and ``{value}`` (Kimi K3's
+``<|open|>argument key="{key}" type="{type}"<|sep|>{value}<|close|>argument<|sep|>``), then the call's end.
+
+``{type}`` names the JSON type of the value written, as the chat template prints it from the value
+(``string``, ``number`` for integers and other numbers, ``boolean``, ``null``, ``object``, ``array``), so a
+schema that admits several types gives one spelling per type. A string is raw text up to the parameter's
+close: the parser ends a value at the first close the call's structure goes on after, and the grammar's
+string holds no close at all. Other values are JSON by their schema, their strings without ``<`` (no
+marker inside). A key is written with the entities the parser decodes in keys (``key_entities``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from chatparse.grammar.ir import Lit, Node, Until, alt, lit, rx_escape, seq
+from chatparse.grammar.jsonschema import STRING_CHAR, GrammarError
+
+# JSON Schema types, and the name the chat template prints for a value of each.
+_PRINTED = {"string": "string", "integer": "number", "number": "number", "boolean": "boolean", "null": "null",
+            "object": "object", "array": "array"}
+# Keywords a raw-text string cannot enforce.
+_STRING_RULES = ("minLength", "maxLength", "pattern", "format")
+_MAX_REFS = 32  # $ref hops followed at one parameter (a cycle of bare references has no value)
+
+
+def write(builder: Any, tool: Any, begin: str, end: str) -> Node:
+    """One call of ``tool``: ``begin``, its parameters, ``end``."""
+    form = _Form(builder)
+    schema = dict(tool.parameters)
+    where = f"tools/{tool.name}/parameters"
+    props: Mapping[str, Any] = schema.get("properties") or {}
+    required = set(schema.get("required") or ())
+    unknown = required - set(props)
+    if unknown:
+        raise GrammarError(f"Schema at {where}: required {sorted(unknown)} not in properties", code="bad_schema",
+                           path=where)
+    members = [(key, form.parameter(key, sub, f"{where}/properties/{key}", schema), key in required)
+               for key, sub in props.items()]
+    return seq(lit(begin), builder.schemas.members(members, sep=Lit("")), lit(end))
+
+
+def printed_type(value: Any) -> str:
+    """The type name the chat template prints for ``value`` (Kimi K3's ``xtml_type``)."""
+    if isinstance(value, bool):
+        return "boolean"
+    if value is None:
+        return "null"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "object" if isinstance(value, Mapping) else "array"
+
+
+class _Form:
+    """The parameter form of one builder: its texts around the key, the type and the value."""
+
+    def __init__(self, builder: Any) -> None:
+        template = builder.form.parameter
+        places = [template.find(p) for p in ("{key}", "{type}", "{value}")]
+        if any(template.count(p) != 1 for p in ("{key}", "{type}", "{value}")) or places != sorted(places):
+            raise GrammarError(f"'chatparse.write.parameter' must hold '{{key}}', '{{type}}' and '{{value}}' once each, "
+                               f"in that order, found {template!r}", code="bad_write_form", field="tool_calls")
+        self.builder = builder
+        self.head, rest = template.split("{key}")
+        self.between, self.tail = rest.split("{value}")
+        if not self.tail:
+            raise GrammarError(f"'chatparse.write.parameter' {template!r} needs text after the value (its close)",
+                               code="bad_write_form", field="tool_calls")
+        entities = builder.plan.calls.content_args.get("key_entities", {})
+        self.entities = {text: entity for entity, text in entities.items() if len(text) == 1}
+        self.schemas = builder.schemas
+        self.schemas.string_char = STRING_CHAR.replace('[^"', '[^<"', 1)
+
+    def parameter(self, key: str, schema: Any, where: str, root: Any) -> Node:
+        """The parameter ``key`` written with each type its schema admits."""
+        if key != key.strip() or not key:
+            raise GrammarError(f"Parameter name {key!r} at {where}: the parser strips a key, so a name with "
+                               "whitespace at its ends cannot be written", code="unsupported_schema", path=where)
+        head = self.head + "".join(self.entities.get(c, c) for c in key)
+        options: list[Node] = []
+        for printed, value in self.branches(schema, where, root, 0).items():
+            opened = lit(head + self.between.replace("{type}", printed))
+            if value is None:  # raw text up to the first close
+                options.append(seq(opened, Until(rx_escape(self.tail))))
+            else:
+                options.append(seq(opened, value, lit(self.tail)))
+        return alt(*options)
+
+    def branches(self, schema: Any, where: str, root: Any, hops: int) -> dict[str, Node | None]:
+        """The values ``schema`` admits by printed type (None: a raw-text string)."""
+        if schema is True or schema is None or (isinstance(schema, Mapping) and not _shaping(schema)):
+            return self.typed(["string", "number", "boolean", "null", "object", "array"], {}, where, root)
+        if not isinstance(schema, Mapping):
+            self.schemas.value(schema, where, root)  # raises the schema error
+            return {}
+        if "$ref" in schema:
+            return self.branches(self.target(schema["$ref"], where, root, hops), where, root, hops + 1)
+        if "const" in schema or "enum" in schema:
+            return self.literals(schema, where, root)
+        for union in ("anyOf", "oneOf"):
+            if isinstance(schema.get(union), list):
+                base = {k: v for k, v in schema.items() if k != union}
+                out: dict[str, Node | None] = {}
+                for i, member in enumerate(schema[union]):
+                    merged = {**base, **member} if isinstance(member, Mapping) else member
+                    _merge(out, self.branches(merged, f"{where}/{union}/{i}", root, hops))
+                return out
+        if isinstance(schema.get("allOf"), list) and len(schema["allOf"]) == 1:
+            base = {k: v for k, v in schema.items() if k != "allOf"}
+            return self.branches({**base, **schema["allOf"][0]}, f"{where}/allOf/0", root, hops)
+        kinds = schema.get("type")
+        if kinds is None:
+            kinds = ["object"] if "properties" in schema or "additionalProperties" in schema else \
+                ["array"] if "items" in schema or "prefixItems" in schema else []
+        kinds = [kinds] if isinstance(kinds, str) else list(kinds)
+        if schema.get("nullable") and "null" not in kinds:
+            kinds.append("null")
+        if not kinds:
+            kinds = ["string", "number", "boolean", "null", "object", "array"]
+        return self.typed(kinds, schema, where, root)
+
+    def typed(self, kinds: list[Any], schema: Mapping[str, Any], where: str, root: Any) -> dict[str, Node | None]:
+        out: dict[str, Node | None] = {}
+        rest = {k: v for k, v in schema.items() if k not in ("type", "nullable")}
+        for kind in kinds:
+            if kind not in _PRINTED:
+                self.schemas.value({"type": kind}, where, root)  # raises: an unknown type
+            if kind == "string":
+                self.raw_string(schema, where)
+                _merge(out, {"string": None})
+            else:
+                _merge(out, {_PRINTED[kind]: self.schemas.value({**rest, "type": kind}, where, root)})
+        return out
+
+    def raw_string(self, schema: Mapping[str, Any], where: str) -> None:
+        """A raw-text string enforces no length or pattern: such keywords raise (or, lenient, stay free)."""
+        for key in _STRING_RULES:
+            if key in schema:
+                if not self.schemas.lenient:
+                    raise GrammarError(f"Schema keyword {key!r} at {where} cannot be enforced on a string written as "
+                                       "raw text; drop it from the tool's schema, or build the grammar with "
+                                       "lenient=True to leave it free", code="unsupported_schema", path=where, key=key)
+                self.schemas.unenforced.append(f"{where}/{key}")
+
+    def literals(self, schema: Mapping[str, Any], where: str, root: Any) -> dict[str, Node | None]:
+        """An enum's or a constant's values, each under its printed type (strings raw)."""
+        values = [schema["const"]] if "const" in schema else schema["enum"]
+        if not isinstance(values, list) or not values:
+            self.schemas.value(schema, where, root)  # raises: a bad enum
+            return {}
+        out: dict[str, Node | None] = {}
+        for value in values:
+            printed = printed_type(value)
+            if printed == "string":
+                if self.tail in value:
+                    raise GrammarError(f"Enum value {value!r} at {where} holds the parameter's close {self.tail!r}, "
+                                       "which ends a raw value", code="unsupported_schema", path=where)
+                node: Node = Lit(value)
+            else:
+                node = self.schemas.value({"const": value}, where, root)
+            previous = out.get(printed)
+            out[printed] = node if previous is None else alt(previous, node)
+        return out
+
+    def target(self, ref: Any, where: str, root: Any, hops: int) -> Any:
+        if hops >= _MAX_REFS or not isinstance(ref, str) or not ref.startswith(("#/$defs/", "#/definitions/")):
+            raise GrammarError(f"Schema $ref {ref!r} at {where}: expected a reference into the same schema's $defs or "
+                               "definitions that leads to a schema", code="unsupported_schema", path=where)
+        section, name = ref[2:].split("/", 1)
+        found = (root.get(section) or {}).get(name) if isinstance(root, Mapping) else None
+        if found is None:
+            raise GrammarError(f"Schema $ref {ref!r} at {where} names no definition", code="bad_schema", path=where)
+        return found
+
+
+def _shaping(schema: Mapping[str, Any]) -> bool:
+    """Whether ``schema`` holds a keyword that shapes values (not only notes such as ``description``)."""
+    return any(key not in ("description", "title", "examples", "default", "$comment", "deprecated") for key in schema)
+
+
+def _merge(out: dict[str, Node | None], more: Mapping[str, Node | None]) -> None:
+    """Add ``more``'s values to ``out`` by printed type (a raw string admits every string)."""
+    for printed, node in more.items():
+        if printed not in out:
+            out[printed] = node
+        elif out[printed] is not None:
+            out[printed] = None if node is None else alt(out[printed], node)  # type: ignore[arg-type]

@@ -92,13 +92,13 @@ class _Form:
 
     def branches(self, schema: Any, where: str, root: Any, hops: int) -> dict[str, Node | None]:
         """The values ``schema`` admits by printed type (None: a raw-text string)."""
-        if schema is True or schema is None or (isinstance(schema, Mapping) and not _shaping(schema)):
+        if schema is True or schema is None or (isinstance(schema, Mapping) and not shaping(schema)):
             return self.typed(["string", "number", "boolean", "null", "object", "array"], {}, where, root)
         if not isinstance(schema, Mapping):
             self.schemas.value(schema, where, root)  # raises the schema error
             return {}
         if "$ref" in schema:
-            return self.branches(self.target(schema["$ref"], where, root, hops), where, root, hops + 1)
+            return self.branches(ref_target(schema["$ref"], where, root, hops), where, root, hops + 1)
         if "const" in schema or "enum" in schema:
             return self.literals(schema, where, root)
         for union in ("anyOf", "oneOf"):
@@ -130,21 +130,11 @@ class _Form:
             if kind not in _PRINTED:
                 self.schemas.value({"type": kind}, where, root)  # raises: an unknown type
             if kind == "string":
-                self.raw_string(schema, where)
+                raw_string(self.schemas, schema, where)
                 _merge(out, {"string": None})
             else:
                 _merge(out, {_PRINTED[kind]: self.schemas.value({**rest, "type": kind}, where, root)})
         return out
-
-    def raw_string(self, schema: Mapping[str, Any], where: str) -> None:
-        """A raw-text string enforces no length or pattern: such keywords raise (or, lenient, stay free)."""
-        for key in _STRING_RULES:
-            if key in schema:
-                if not self.schemas.lenient:
-                    raise GrammarError(f"Schema keyword {key!r} at {where} cannot be enforced on a string written as "
-                                       "raw text; drop it from the tool's schema, or build the grammar with "
-                                       "lenient=True to leave it free", code="unsupported_schema", path=where, key=key)
-                self.schemas.unenforced.append(f"{where}/{key}")
 
     def literals(self, schema: Mapping[str, Any], where: str, root: Any) -> dict[str, Node | None]:
         """An enum's or a constant's values, each under its printed type (strings raw)."""
@@ -166,18 +156,33 @@ class _Form:
             out[printed] = node if previous is None else alt(previous, node)
         return out
 
-    def target(self, ref: Any, where: str, root: Any, hops: int) -> Any:
-        if hops >= _MAX_REFS or not isinstance(ref, str) or not ref.startswith(("#/$defs/", "#/definitions/")):
-            raise GrammarError(f"Schema $ref {ref!r} at {where}: expected a reference into the same schema's $defs or "
-                               "definitions that leads to a schema", code="unsupported_schema", path=where)
-        section, name = ref[2:].split("/", 1)
-        found = (root.get(section) or {}).get(name) if isinstance(root, Mapping) else None
-        if found is None:
-            raise GrammarError(f"Schema $ref {ref!r} at {where} names no definition", code="bad_schema", path=where)
-        return found
 
 
-def _shaping(schema: Mapping[str, Any]) -> bool:
+def raw_string(schemas: Any, schema: Mapping[str, Any], where: str) -> None:
+    """A string written as raw text enforces no length or pattern: such keywords raise (or, lenient, are
+    listed as unenforced and stay free)."""
+    for key in _STRING_RULES:
+        if key in schema:
+            if not schemas.lenient:
+                raise GrammarError(f"Schema keyword {key!r} at {where} cannot be enforced on a string written as raw "
+                                   "text; drop it from the tool's schema, or build the grammar with lenient=True to "
+                                   "leave it free", code="unsupported_schema", path=where, key=key)
+            schemas.unenforced.append(f"{where}/{key}")
+
+
+def ref_target(ref: Any, where: str, root: Any, hops: int) -> Any:
+    """The schema ``ref`` names in ``root``'s ``$defs`` or ``definitions`` (``hops``: references followed so far)."""
+    if hops >= _MAX_REFS or not isinstance(ref, str) or not ref.startswith(("#/$defs/", "#/definitions/")):
+        raise GrammarError(f"Schema $ref {ref!r} at {where}: expected a reference into the same schema's $defs or "
+                           "definitions that leads to a schema", code="unsupported_schema", path=where)
+    section, name = ref[2:].split("/", 1)
+    found = (root.get(section) or {}).get(name) if isinstance(root, Mapping) else None
+    if found is None:
+        raise GrammarError(f"Schema $ref {ref!r} at {where} names no definition", code="bad_schema", path=where)
+    return found
+
+
+def shaping(schema: Mapping[str, Any]) -> bool:
     """Whether ``schema`` holds a keyword that shapes values (not only notes such as ``description``)."""
     return any(key not in ("description", "title", "examples", "default", "$comment", "deprecated") for key in schema)
 

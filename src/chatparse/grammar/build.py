@@ -47,6 +47,7 @@ BODY_MODULES: dict[str, str] = {
     "python-calls": "chatparse.grammar.body_python_calls",
     "bare-key-object": "chatparse.grammar.body_bare_key_object",
     "typed-parameters": "chatparse.grammar.body_typed_parameters",
+    "element-tree": "chatparse.grammar.body_element_tree",
 }
 # Turn layouts beyond reasoning then answer, written by modules of their own (each has
 # ``reasoning(builder, state) -> Node`` and ``answer(builder, choice, name, parallel) -> Node``), named by the
@@ -362,7 +363,8 @@ class Builder:
         body = Until(rx_escape(closed), _excludes(watched, closed) + inside_excludes(watched, closed))
         if state == "open":
             return body
-        return opt(seq(lit(opened), body))
+        skip = _write(thinking).get("skip")  # how the model writes a block it skips (MiniMax M3's lone close)
+        return opt(alt(seq(lit(opened), body), lit(skip)) if isinstance(skip, str) else seq(lit(opened), body))
 
 
 def _layout(template: CompiledTemplate) -> Any:

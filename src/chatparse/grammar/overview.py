@@ -21,6 +21,9 @@ ARGUMENTS = {
     "json-list": "a JSON list of calls, each by its schema",
     "typed-parameters": "one element per parameter with the JSON type of its value: names from `properties`, "
                         "required ones present; strings raw, other values as JSON",
+    "element-tree": "nested elements named after the parameters: names from `properties`, required ones present; "
+                    "strings raw, lists as item elements, objects with `properties` as their members (free-form "
+                    "objects have no grammar)",
 }
 LAYOUTS = {
     "messages": "each call is a message of its own (header, channel, recipient)",

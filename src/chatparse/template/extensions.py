@@ -229,7 +229,7 @@ def field_ext(name: str, spec: Mapping[str, Any], *, repeats: bool, join: str | 
 
 
 WRITE_KEYS = ("open", "close", "call", "body", "separator", "group", "keys", "parameter", "values", "trigger",
-              "avoid", "opens", "also", "layout", "header", "arguments", "tail")
+              "avoid", "opens", "also", "layout", "header", "arguments", "tail", "skip")
 
 
 def _write(raw: Any, scope: str, field: str) -> Mapping[str, Any]:

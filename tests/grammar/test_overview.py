@@ -33,8 +33,8 @@ def test_a_described_call_is_what_the_grammar_writes() -> None:
 
 
 def test_a_template_without_a_grammar_says_why() -> None:
-    overview = describe("minimax_m3")
-    assert overview.missing == "no_write_form" and "xml-element-tree" in overview.why
+    overview = describe("muse_spark")
+    assert overview.missing == "no_write_form" and "'thinking'" in overview.why
 
 
 def test_a_page_without_the_section_is_an_error() -> None:

@@ -25,9 +25,6 @@ from tests.streamcheck import random_split, stream
 RENDERED = Path(__file__).parent.parent / "templates" / "rendered"
 # Built-ins with no grammar yet, each with the reason (the test below checks the reason is still true).
 NO_GRAMMAR: dict[str, str] = {
-    # Calls with or without an <ifm|arg_type> element, or as a JSON object: three spellings one write form
-    # cannot give.
-    "k2_horizon": "no_write_form",
     # Harmony-like messages: content and each call are messages of their own (' to=user<|message|>...').
     "muse_glimmer": "no_write_form",
     "muse_spark": "no_write_form",

@@ -3,7 +3,8 @@
 ``<|open|>argument key="{key}" type="{type}"<|sep|>{value}<|close|>argument<|sep|>``), then the call's end.
 
 ``{type}`` names the JSON type of the value written, as the chat template prints it from the value
-(``string``, ``number`` for integers and other numbers, ``boolean``, ``null``, ``object``, ``array``), so a
+(``string``, ``number`` for integers and other numbers, ``boolean``, ``null``, ``object``, ``array``;
+``values: {"types": {"integer": "integer"}}`` renames a type, for templates that print integers so), so a
 schema that admits several types gives one spelling per type. A string is raw text up to the parameter's
 close: the parser ends a value at the first close the call's structure goes on after, and the grammar's
 string holds no close at all. Other values are JSON by their schema, their strings without ``<`` (no
@@ -15,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from chatparse.grammar.body_xml_parameters import _tags_apart
 from chatparse.grammar.ir import Lit, Node, Until, alt, lit, rx_escape, seq
 from chatparse.grammar.jsonschema import STRING_CHAR, GrammarError
 
@@ -44,11 +46,18 @@ def write(builder: Any, tool: Any, begin: str, end: str) -> Node:
 
 def printed_type(value: Any) -> str:
     """The type name the chat template prints for ``value`` (Kimi K3's ``xtml_type``)."""
+    return _PRINTED[_kind(value)]
+
+
+def _kind(value: Any) -> str:
+    """The JSON Schema type of ``value`` (``integer`` for whole numbers written without a fraction)."""
     if isinstance(value, bool):
         return "boolean"
     if value is None:
         return "null"
-    if isinstance(value, int | float):
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
         return "number"
     if isinstance(value, str):
         return "string"
@@ -66,10 +75,18 @@ class _Form:
                                f"in that order, found {template!r}", code="bad_write_form", field="tool_calls")
         self.builder = builder
         self.head, rest = template.split("{key}")
-        self.between, self.tail = rest.split("{value}")
-        if not self.tail:
+        self.between, tail = rest.split("{value}")
+        # The value's close, then the layout after it (a newline before the next parameter).
+        self.close = tail.rstrip()
+        self.layout = tail[len(self.close):]
+        if not self.close.strip():
             raise GrammarError(f"'chatparse.write.parameter' {template!r} needs text after the value (its close)",
                                code="bad_write_form", field="tool_calls")
+        names = builder.form.values.get("types", {})
+        if not isinstance(names, Mapping) or not all(k in _PRINTED and isinstance(v, str) for k, v in names.items()):
+            raise GrammarError(f"'chatparse.write.values.types' maps JSON Schema types to the names the chat template "
+                               f"prints, found {names!r}", code="bad_write_form", field="tool_calls")
+        self.printed = {**_PRINTED, **names}
         entities = builder.plan.calls.content_args.get("key_entities", {})
         self.entities = {text: entity for entity, text in entities.items() if len(text) == 1}
         self.schemas = builder.schemas
@@ -80,14 +97,15 @@ class _Form:
         if key != key.strip() or not key:
             raise GrammarError(f"Parameter name {key!r} at {where}: the parser strips a key, so a name with "
                                "whitespace at its ends cannot be written", code="unsupported_schema", path=where)
-        head = self.head + "".join(self.entities.get(c, c) for c in key)
+        # (the key apart from the tags around it, and each tag apart, as other spellings of a call write them)
+        head = seq(lit(self.head), lit("".join(self.entities.get(c, c) for c in key)))
         options: list[Node] = []
         for printed, value in self.branches(schema, where, root, 0).items():
-            opened = lit(head + self.between.replace("{type}", printed))
+            opened = seq(head, _tags_apart(self.between.replace("{type}", printed)))
             if value is None:  # raw text up to the first close
-                options.append(seq(opened, Until(rx_escape(self.tail))))
+                options.append(seq(opened, Until(rx_escape(self.close)), lit(self.layout)))
             else:
-                options.append(seq(opened, value, lit(self.tail)))
+                options.append(seq(opened, value, lit(self.close + self.layout)))
         return alt(*options)
 
     def branches(self, schema: Any, where: str, root: Any, hops: int) -> dict[str, Node | None]:
@@ -133,7 +151,7 @@ class _Form:
                 raw_string(self.schemas, schema, where)
                 _merge(out, {"string": None})
             else:
-                _merge(out, {_PRINTED[kind]: self.schemas.value({**rest, "type": kind}, where, root)})
+                _merge(out, {self.printed[kind]: self.schemas.value({**rest, "type": kind}, where, root)})
         return out
 
     def literals(self, schema: Mapping[str, Any], where: str, root: Any) -> dict[str, Node | None]:
@@ -144,10 +162,10 @@ class _Form:
             return {}
         out: dict[str, Node | None] = {}
         for value in values:
-            printed = printed_type(value)
+            printed = self.printed[_kind(value)]
             if printed == "string":
-                if self.tail in value:
-                    raise GrammarError(f"Enum value {value!r} at {where} holds the parameter's close {self.tail!r}, "
+                if self.close in value:
+                    raise GrammarError(f"Enum value {value!r} at {where} holds the parameter's close {self.close!r}, "
                                        "which ends a raw value", code="unsupported_schema", path=where)
                 node: Node = Lit(value)
             else:

@@ -29,6 +29,7 @@ from chatparse.grammar.ir import (
     Text,
     Until,
     alt,
+    any_of,
     lit,
     opt,
     rx_escape,
@@ -48,6 +49,7 @@ BODY_MODULES: dict[str, str] = {
     "bare-key-object": "chatparse.grammar.body_bare_key_object",
     "typed-parameters": "chatparse.grammar.body_typed_parameters",
     "element-tree": "chatparse.grammar.body_element_tree",
+    "spellings": "chatparse.grammar.body_spellings",
 }
 # Turn layouts beyond reasoning then answer, written by modules of their own (each has
 # ``reasoning(builder, state) -> Node`` and ``answer(builder, choice, name, parallel) -> Node``), named by the
@@ -358,13 +360,32 @@ class Builder:
         thinking = self.plan.thinking
         if thinking is None or state in ("closed", "none"):
             return EMPTY
-        opened, closed = region_texts(thinking)
-        watched = self.plan.reasoning_watched
-        body = Until(rx_escape(closed), _excludes(watched, closed) + inside_excludes(watched, closed))
-        if state == "open":
+        spellings = block_spellings(thinking)
+        closes = [closed for _, closed in spellings]
+        body = _block_text(self.plan.reasoning_watched, closes)
+        if state == "open":  # (the prompt opened one of the spellings: its text ends at any close)
             return body
+        blocks = [seq(lit(opened), body) for opened, _ in spellings]
         skip = _write(thinking).get("skip")  # how the model writes a block it skips (MiniMax M3's lone close)
-        return opt(alt(seq(lit(opened), body), lit(skip)) if isinstance(skip, str) else seq(lit(opened), body))
+        return opt(alt(*blocks, *([lit(skip)] if isinstance(skip, str) else [])))
+
+
+def block_spellings(thinking: CompiledField) -> list[tuple[str, str]]:
+    """(open, close) of the reasoning block, then of its other spellings (the written form's ``also``: K2
+    Horizon's ``<ifm|think_fast>``...``</ifm|think_fast>`` by reasoning effort)."""
+    also = _write(thinking).get("also", [])
+    if not isinstance(also, list) or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(t, str) and t
+                                                                                         for t in p) for p in also):
+        raise _fail(f"Field '{thinking.name}': 'chatparse.write.also' must be a list of [open, close] pairs, found "
+                    f"{also!r}", "bad_write_form", field=thinking.name)
+    return [region_texts(thinking), *((p[0], p[1]) for p in also)]
+
+
+def _block_text(watched: tuple[str, ...], closes: list[str]) -> Until:
+    """A block's text up to its first close (any of ``closes``), holding no other marker the parser watches."""
+    excludes = tuple(rx_escape(w) for w in watched if w and not any(w in c for c in closes))
+    inside = tuple(x for c in closes for x in inside_excludes(watched, c))
+    return Until(any_of(rx_escape(c) for c in closes), excludes + tuple(dict.fromkeys(inside)))
 
 
 def _layout(template: CompiledTemplate) -> Any:

@@ -4,10 +4,11 @@ a test keeps the two the same)."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from chatparse.grammar.build import CallForm, call_form, plan, region_texts
+from chatparse.grammar.build import CallForm, block_spellings, call_form, plan
 from chatparse.grammar.jsonschema import GrammarError
 from chatparse.template.compile import load_template
 
@@ -21,6 +22,7 @@ ARGUMENTS = {
     "json-list": "a JSON list of calls, each by its schema",
     "typed-parameters": "one element per parameter with the JSON type of its value: names from `properties`, "
                         "required ones present; strings raw, other values as JSON",
+    "spellings": "any of the chat template's call formats (its request switch): each as its own body writes it",
     "element-tree": "nested elements named after the parameters: names from `properties`, required ones present; "
                     "strings raw, lists as item elements, objects with `properties` as their members (free-form "
                     "objects have no grammar)",
@@ -54,7 +56,8 @@ def _call_text(form: CallForm) -> str:
         body = '{"' + form.keys.get("name", "name") + '": ‹name›, "' + form.keys.get("arguments", "arguments") + \
             '": ‹arguments›}'
     elif form.body in ("xml-parameters", "typed-parameters") and form.parameter:
-        body = form.parameter.replace("{key}", "‹key›").replace("{value}", "‹value›").replace("{type}", "‹type›") + "…"
+        body = form.parameter.replace("{key}", "‹key›").replace("{value}", "‹value›").replace("{type}", "‹type›")
+        body = body.replace("{string}", "‹string›") + "…"
     else:
         body = {"json-list": "‹calls›", "python-calls": "‹name›(‹key›=‹value›, …)"}.get(form.body, "‹arguments›")
     call = form.begin.replace("{name}", "‹name›") + body + form.end.replace("{name}", "‹name›")
@@ -74,15 +77,20 @@ def describe(template: Any) -> Overview:
         layout = (content.ext.write or {}).get("layout") if content is not None else None
         reasoning = "—"
         if p.thinking is not None:
-            opened, closed = region_texts(p.thinking)
-            reasoning = f"{_shown(opened)} free text {_shown(closed)}"
+            reasoning = " or ".join(f"{_shown(opened)} free text {_shown(closed)}"
+                                    for opened, closed in block_spellings(p.thinking))
     except GrammarError as error:
         return Overview(template=name, missing=error.code, why=str(error).split(";")[0])
     arguments = ARGUMENTS[form.body]
     if layout in LAYOUTS:
         arguments += f" ({LAYOUTS[layout]})"
-    return Overview(template=name, call=_shown(_call_text(form)), arguments=arguments, reasoning=reasoning,
-                    ends=p.ends)
+    call = _shown(_call_text(form))
+    if form.body == "spellings":  # each spelling inside the call's own markers
+        spellings = (p.calls.ext.write or {}).get("spellings", [])
+        call = " or ".join(_shown(_call_text(dataclasses.replace(
+            form, begin=form.begin + sp["call"].split("{body}")[0], end=sp["call"].split("{body}")[1] + form.end,
+            body=sp["body"], parameter=sp.get("parameter", ""), keys=sp.get("keys", {})))) for sp in spellings)
+    return Overview(template=name, call=call, arguments=arguments, reasoning=reasoning, ends=p.ends)
 
 
 def markdown_table(templates: list[str]) -> str:

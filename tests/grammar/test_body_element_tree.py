@@ -93,3 +93,19 @@ def test_a_turn_may_start_with_the_lone_close_the_chat_template_writes() -> None
     for text in ("</mm:think>It is sunny.[e~[", "<mm:think>Hm.</mm:think>It is sunny.[e~[", "It is sunny.[e~["):
         assert accepts(lark, text)[0], text
     assert not accepts(lark, "</mm:think></mm:think>It is sunny.[e~[")[0]
+
+
+def test_markers_that_are_tokens() -> None:
+    import llguidance
+
+    from tests.grammar.test_build_write_forms import _SpecialTokenizer
+
+    # (the tag prefix and '[e~[' are added tokens too, but the Lark form names only '<...>' tokens)
+    specials = ["<mm:think>", "</mm:think>"]
+    tokenizer = _SpecialTokenizer(specials)
+    text = "</mm:think>Let me check." + _call(_el("city", "Oslo") + _el("stops", _el("item", _el("name", "a"))))[
+        len("</mm:think>"):]
+    lark = tool_grammar(FAMILY, TOOLS, prefix=PROMPT, special_tokens=specials).lark
+    matcher = llguidance.LLMatcher(llguidance.LLTokenizer(llguidance.TokenizerWrapper(tokenizer)), lark)
+    assert not matcher.is_error(), matcher.get_error()
+    assert all(matcher.consume_token(t) for t in tokenizer(text.encode())) and matcher.is_accepting()

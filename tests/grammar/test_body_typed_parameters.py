@@ -42,7 +42,7 @@ def _required(tools: list[dict[str, Any]] = TOOLS, **options: Any) -> str:
     _arg("size", "number", "3") + _arg("mode", "string", "a b"),
     _arg("size", "null", "null") + _arg("mode", "number", "1"),
     _arg("mode", "boolean", "true") + _arg("odd &quot;key&quot; &amp; more", "string",
-                                           "<|close|>call<|sep|><|end_of_msg|> x"),
+                                           "<|open|>call<|sep|><|end_of_msg|> x"),
     _arg("mode", "string", "a b") + _arg("where", "object", '{"room": 5, "tags": [null]}'),
     _arg("mode", "string", "a b") + _arg("note", "string", "[1, 2]"),
     _arg("mode", "string", "a b") + _arg("note", "array", "[1, 2]"),

@@ -79,3 +79,18 @@ def test_the_sections_need_their_written_forms() -> None:
     with pytest.raises(GrammarError) as info:
         tool_grammar(template, TOOLS, prefix=ANSWERING)
     assert info.value.code == "bad_write_form"
+
+
+def test_markers_that_are_tokens() -> None:
+    import llguidance
+
+    from tests.grammar.test_build_write_forms import _SpecialTokenizer
+
+    specials = ["<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>"]
+    tokenizer = _SpecialTokenizer(specials)
+    text = "Hm.<|close|>think<|sep|><|open|>response<|sep|>Let me see.<|close|>response<|sep|>" + \
+        _tools(WEATHER, TIME) + END
+    lark = tool_grammar("kimi_k3", TOOLS, prefix=THINKING, special_tokens=specials).lark
+    matcher = llguidance.LLMatcher(llguidance.LLTokenizer(llguidance.TokenizerWrapper(tokenizer)), lark)
+    assert not matcher.is_error(), matcher.get_error()
+    assert all(matcher.consume_token(t) for t in tokenizer(text.encode())) and matcher.is_accepting()

@@ -25,7 +25,6 @@ from typing import Any
 from chatparse.content.bare_key_objects import _scalar  # how the parser reads a nested leaf
 from chatparse.engine.tool_typing import coerce_string, schema_types
 from chatparse.grammar.body_typed_parameters import raw_string, ref_target, shaping
-from chatparse.grammar.build import inside_excludes
 from chatparse.grammar.ir import EMPTY, Lit, Node, Rep, Rx, Until, alt, lit, rx_escape, seq
 from chatparse.grammar.jsonschema import INTEGER, NUMBER, GrammarError
 
@@ -72,9 +71,10 @@ class _Tree:
         opened, closed = f"{self.prefix}<{name}>", f"{self.prefix}</{name}>"
         options: list[Node] = []
         for kind, node in self.values(schema, where, root, depth, 0).items():
-            if kind == "string":  # raw text up to the element's close
-                avoid = tuple(rx_escape(m) for m in self.markers) + inside_excludes([self.prefix], closed)
-                options.append(seq(Lit(opened), Until(rx_escape(closed), avoid)))
+            if kind == "string":  # raw text up to the tag prefix, which starts the element's close
+                stop = self.prefix or "<"
+                avoid = tuple(rx_escape(m) for m in self.markers)
+                options.append(seq(Lit(opened), Until(rx_escape(stop), avoid), Lit(closed[len(stop):])))
             else:
                 options.append(seq(Lit(opened), node, Lit(closed)))
         return alt(*options)

@@ -19,6 +19,7 @@ from typing import Any
 from chatparse.grammar.body_xml_parameters import _tags_apart
 from chatparse.grammar.ir import Lit, Node, Until, alt, lit, rx_escape, seq
 from chatparse.grammar.jsonschema import STRING_CHAR, GrammarError
+from chatparse.grammar.layout_messages import split_close
 
 # JSON Schema types, and the name the chat template prints for a value of each.
 _PRINTED = {"string": "string", "integer": "number", "number": "number", "boolean": "boolean", "null": "null",
@@ -102,8 +103,9 @@ class _Form:
         options: list[Node] = []
         for printed, value in self.branches(schema, where, root, 0).items():
             opened = seq(head, _tags_apart(self.between.replace("{type}", printed)))
-            if value is None:  # raw text up to the first close
-                options.append(seq(opened, Until(rx_escape(self.close)), lit(self.layout)))
+            if value is None:  # raw text up to the first close (up to its first marker token, the rest follows)
+                stop, rest = split_close(self.close)
+                options.append(seq(opened, Until(rx_escape(stop)), lit(rest + self.layout)))
             else:
                 options.append(seq(opened, value, lit(self.close + self.layout)))
         return alt(*options)

@@ -42,6 +42,15 @@ def _written(builder: Builder) -> list[str]:
     return texts
 
 
+def split_close(close: str) -> tuple[str, str]:
+    """``close`` as (its first marker token, the rest) when it starts with one and goes on (Kimi K3's
+    ``<|close|>`` + ``think<|sep|>``), else (``close``, ""): free text that ends at the token alone is the same
+    text, and a tokenizer that has the marker as a special token can end it there (llguidance matches no
+    special token inside a regex)."""
+    found = _MARKER.match(close)
+    return (found.group(), close[found.end():]) if found and found.end() < len(close) else (close, "")
+
+
 def markers(builder: Builder) -> tuple[str, ...]:
     """The format's marker tokens (``<|...|>``) in every text the template writes or watches."""
     return tuple(sorted({m for text in _written(builder) for m in _MARKER.findall(text)}))

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from chatparse.grammar.build import inside_excludes, region_texts
 from chatparse.grammar.ir import EMPTY, Node, Rep, Until, alt, lit, opt, rx_escape, seq
 from chatparse.grammar.jsonschema import GrammarError
-from chatparse.grammar.layout_messages import markers
+from chatparse.grammar.layout_messages import markers, split_close
 
 if TYPE_CHECKING:
     from chatparse.grammar.build import Builder
@@ -38,12 +38,13 @@ def _content_form(builder: Builder) -> tuple[str, str, str]:
     return opened, closed, tail
 
 
-def section_text(builder: Builder, close: str) -> Until:
+def section_text(builder: Builder, close: str) -> Node:
     """A section's free text up to and including ``close``: no marker but the ones ``close`` holds, those only
-    as part of it."""
+    as part of it (the text ends at the close's first marker token, the rest follows)."""
+    stop, rest = split_close(close)
     found = markers(builder)
-    excludes = tuple(rx_escape(m) for m in found if m not in close)
-    return Until(rx_escape(close), excludes + inside_excludes(found, close))
+    excludes = tuple(rx_escape(m) for m in found if m not in stop)
+    return seq(Until(rx_escape(stop), excludes + inside_excludes(found, stop)), lit(rest))
 
 
 def reasoning(builder: Builder, state: str) -> Node:

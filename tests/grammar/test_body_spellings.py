@@ -77,3 +77,22 @@ def test_bad_forms_are_named(field: str, key: str, value: Any) -> None:
     with pytest.raises(GrammarError) as info:
         tool_grammar(template, TOOLS, tool_choice="required", prefix=PROMPT)
     assert info.value.code == "bad_write_form"
+
+
+@pytest.mark.parametrize("body", [
+    "get_weather\n" + TYPED,
+    '{"name": "get_weather", "arguments": {"city": "Seoul <b>", "days": 2}}',
+])
+def test_markers_that_are_tokens(body: str) -> None:
+    import llguidance
+
+    from tests.grammar.test_build_write_forms import _SpecialTokenizer
+
+    tags = ("think", "think_fast", "think_faster", "tool_calls", "tool_call", "arg_key", "arg_type", "arg_value")
+    specials = [f"<{s}ifm|{tag}>" for tag in tags for s in ("", "/")] + ["<|ifm|im_end|>", "<|ifm|im_start|>"]
+    tokenizer = _SpecialTokenizer(specials)
+    lark = tool_grammar(FAMILY, TOOLS, prefix=PROMPT + "<ifm|think_fast>\n", special_tokens=specials).lark
+    matcher = llguidance.LLMatcher(llguidance.LLTokenizer(llguidance.TokenizerWrapper(tokenizer)), lark)
+    assert not matcher.is_error(), matcher.get_error()
+    text = "Hm.\n</ifm|think_fast>\n" + _turn(body)
+    assert all(matcher.consume_token(t) for t in tokenizer(text.encode())) and matcher.is_accepting()

@@ -29,7 +29,6 @@ from chatparse.grammar.ir import (
     Text,
     Until,
     alt,
-    any_of,
     lit,
     opt,
     rx_escape,
@@ -381,11 +380,10 @@ def block_spellings(thinking: CompiledField) -> list[tuple[str, str]]:
     return [region_texts(thinking), *((p[0], p[1]) for p in also)]
 
 
-def _block_text(watched: tuple[str, ...], closes: list[str]) -> Until:
-    """A block's text up to its first close (any of ``closes``), holding no other marker the parser watches."""
-    excludes = tuple(rx_escape(w) for w in watched if w and not any(w in c for c in closes))
-    inside = tuple(x for c in closes for x in inside_excludes(watched, c))
-    return Until(any_of(rx_escape(c) for c in closes), excludes + tuple(dict.fromkeys(inside)))
+def _block_text(watched: tuple[str, ...], closes: list[str]) -> Node:
+    """A block's text up to its close (any of ``closes``, one free text per close: a close that is a special
+    token ends its text as a token), holding no other marker the parser watches."""
+    return alt(*(Until(rx_escape(c), _excludes(watched, c) + inside_excludes(watched, c)) for c in closes))
 
 
 def _layout(template: CompiledTemplate) -> Any:

@@ -173,9 +173,12 @@ class _Form:
 
 
 def _form(builder: Any, end: str) -> _Form:
-    form: _Form | None = builder.made.get((__name__, end))
+    # (by what _Form reads: the call end and the call form, which a body of several spellings switches)
+    call = builder.form
+    key = (__name__, end, call.parameter, call.begin, repr(call.values))
+    form: _Form | None = builder.made.get(key)
     if form is None:
-        form = builder.made[(__name__, end)] = _Form(builder, end)
+        form = builder.made[key] = _Form(builder, end)
     # (typed values' strings avoid the markers' first characters: the builder's schemas write them so)
     builder.schemas.string_char = STRING_CHAR.replace('[^"', f'[^{form.banned}"', 1)
     return form

@@ -172,7 +172,7 @@ def to_lark(grammar: Grammar, start: str, special: Collection[str] = ()) -> str:
     writer.reached.append(start)
     while writer.reached:
         name = writer.reached.pop()
-        if name not in written:
+        if name not in written and name in rules:  # (a name no rule has stays a name llguidance rejects)
             written[name] = writer.expr(rules[name])
     lines = ["%llguidance {}", "", f"start: {start}"]
     lines.extend(f"{name}: {written[name]}" for name in rules if name in written)

@@ -61,6 +61,7 @@ class _Writer:
         self.lines: list[str] = []
         self._free: dict[Node, str] = {}
         self._regex: dict[str, str] = {}
+        self._automata: dict[int, tuple[DFA, str]] = {}
         self._exprs: dict[int, tuple[Node, str]] = {}
         self._counter = 0
 
@@ -105,10 +106,11 @@ class _Writer:
             raise GrammarError(f"the special token {tok!r} has no spelling in xgrammar's EBNF; expected a "
                                "token-free part (the structural tag writes tokens itself)", code="special_token",
                                field=tok)
-        if ">" in tok or not tok:
-            raise GrammarError(f"the special token {tok!r} cannot be written as a GBNF token reference <...>",
-                               code="special_token", field=tok)
-        return f"<{tok}>"
+        if not (tok.startswith("<") and tok.endswith(">") and len(tok) > 2 and ">" not in tok[1:-1]):
+            raise GrammarError(f"the special token {tok!r} is no <...> text, which GBNF names only by its id "
+                               "(<[id]>); expected special tokens written <like-this>", code="special_token",
+                               field=tok)
+        return tok
 
     def regex(self, pattern: str) -> str:
         hit = self._regex.get(pattern)
@@ -169,19 +171,26 @@ class _Writer:
         return hit
 
     def automaton(self, dfa: DFA, stem: str) -> str:
-        """One rule per state of ``dfa`` (a state that accepts and has no edges is no rule: an edge into it
-        ends the text); the start state's name."""
+        """One rule per state of ``dfa``, its loop on itself written ``[...]*`` (engines that read a grammar
+        as Earley items then need no item per character of free text); a state that accepts and has no
+        edges is no rule (an edge into it ends the text). Returns the start state's name."""
+        hit = self._automata.get(id(dfa))
+        if hit is not None and hit[0] is dfa:
+            return hit[1]
         names = [self.fresh(stem) for _ in dfa.edges]
         for state, edges in enumerate(dfa.edges):
             if state and not edges:
                 continue
-            options = []
-            for chars, nxt in edges:
-                klass = char_class(chars)
-                options.append(klass if not dfa.edges[nxt] else f"{klass} {names[nxt]}")
-            if dfa.accepting[state]:
+            loop = next((chars for chars, nxt in edges if nxt == state), None)
+            options = [char_class(chars) if not dfa.edges[nxt] else f"{char_class(chars)} {names[nxt]}"
+                       for chars, nxt in edges if nxt != state]
+            if dfa.accepting[state] and (options or loop is None):
                 options.append('""')
-            self.lines.append(f"{names[state]} ::= {' | '.join(options)}")
+            body = " | ".join(options)
+            if loop is not None:
+                body = f"{char_class(loop)}*" + (f" ({body})" if len(options) > 1 else f" {body}" if options else "")
+            self.lines.append(f"{names[state]} ::= {body}")
+        self._automata[id(dfa)] = (dfa, names[0])
         return names[0]
 
     # --- rules --------------------------------------------------------------------------------------------

@@ -1,0 +1,131 @@
+"""``ToolGrammar.gbnf`` (llama.cpp) and the xgrammar EBNF dialect give the Lark grammar's language: for every
+built-in, the GBNF (read back by llguidance's GBNF reader) admits the chat template's real renders and its
+random walks parse back as the Lark ones do; for families with intricate free text, walks through either
+form are admitted by the other."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from chatparse.grammar import GrammarError, ToolGrammar, tool_grammar
+from chatparse.grammar.gbnf import char_class, quote, to_ebnf
+from chatparse.grammar.ir import Grammar, Lit, Ref, Seq, Until, rx_escape
+from chatparse.templates import get_template
+from tests.grammar.gbnf_lark import gbnf_to_lark
+from tests.grammar.test_builtins import (
+    STRESS_TOOLS,
+    _free_text_stops,
+    _grammar_families,
+    _prefix,
+    _rendered,
+    _turns,
+    assert_admits_renders,
+    assert_walks_parse_back,
+)
+from tests.grammar.walk import accepts, walk
+
+# Built-ins whose grammar has no GBNF form, each with the reason: a name pattern with \w, whose Unicode
+# tables (Rust's, in llguidance) no character class here can copy exactly.
+NO_GBNF = {"functiongemma": "unsupported_regex", "gemma4": "unsupported_regex",
+           "llama4_pythonic": "unsupported_regex"}
+
+
+def gbnf_form(grammar: ToolGrammar) -> str:
+    return gbnf_to_lark(grammar.gbnf)
+
+
+def _families() -> list[str]:
+    return [f for f in _grammar_families() if f not in NO_GBNF]
+
+
+@pytest.mark.parametrize("family", [f for f in _families() if _turns(f)])
+def test_gbnf_admits_what_the_chat_template_renders(family: str) -> None:
+    assert_admits_renders(family, gbnf_form)
+
+
+@pytest.mark.parametrize("family", _families())
+def test_random_walks_through_gbnf_parse_back(family: str) -> None:
+    template = get_template(family)
+    assert_walks_parse_back(template, _prefix(family), f"gbnf {family}", _free_text_stops(template),
+                            form=gbnf_form, choices=[("auto", True), ("required", False), ("plan_trip", True)],
+                            walks=2)
+
+
+@pytest.mark.parametrize("family", ["qwen3_coder", "gpt_oss", "deepseek_v3.2", "glm47"])
+def test_gbnf_and_lark_admit_each_others_walks(family: str) -> None:
+    template = get_template(family)
+    rng = random.Random(family)
+    for choice in ("auto", "required"):
+        grammar = tool_grammar(template, STRESS_TOOLS, tool_choice=choice, prefix=_prefix(family))
+        gbnf = gbnf_form(grammar)
+        literals = sorted(grammar.grammar.literals() | _free_text_stops(template))
+        for source, target, name in ((grammar.lark, gbnf, "gbnf"), (gbnf, grammar.lark, "lark")):
+            for _ in range(4):
+                text = walk(source, rng, literals, steps=1200)
+                if text is not None:
+                    ok, why = accepts(target, text)
+                    assert ok, f"{family} {choice}: the {name} grammar rejects {text!r}: {why}"
+
+
+@pytest.mark.parametrize("family", sorted(NO_GBNF))
+def test_families_without_gbnf_say_why(family: str) -> None:
+    grammar = tool_grammar(family, STRESS_TOOLS)
+    with pytest.raises(GrammarError) as info:
+        _ = grammar.gbnf
+    assert info.value.code == NO_GBNF[family]
+
+
+def test_special_tokens_are_token_references() -> None:
+    grammar = Grammar({"turn": Seq((Lit("hi<|end|>"), Until(rx_escape("<|call|>"))))})
+    gbnf = to_ebnf(grammar, Ref("turn"), dialect="gbnf", special=["<|end|>", "<|call|>"])
+    assert '"hi" <|end|>' in gbnf
+    assert gbnf.rstrip().endswith("<|call|>") or " <|call|>" in gbnf
+    with pytest.raises(GrammarError) as info:
+        to_ebnf(grammar, Ref("turn"), dialect="xgrammar", special=["<|end|>"])
+    assert info.value.code == "special_token"
+
+
+def test_gbnf_is_cached_on_the_tool_grammar() -> None:
+    grammar = tool_grammar("qwen3", STRESS_TOOLS)
+    assert grammar.gbnf is grammar.gbnf
+    assert grammar.gbnf.startswith("root ::= ")
+
+
+@pytest.mark.parametrize(("chars", "text"), [
+    (((0x22, 0x22), (0x5C, 0x5C)), '[\\"\\\\]'),
+    (((0, 0x21), (0x23, 0x10FFFF)), '[^\\"]'),
+    (((0x2D, 0x2D), (0x5D, 0x5E)), "[\\x2D\\]-\\x5E]"),
+    (((0x85, 0x85), (0xE9, 0xE9), (0x1F642, 0x1F642)), "[\\u0085é🙂]"),
+    (((0, 0x10FFFF),), "[\\x00-\\U0010FFFF]"),
+])
+def test_character_classes(chars: Any, text: str) -> None:
+    assert char_class(chars) == text
+
+
+def test_literals_escape_quotes_backslashes_and_controls() -> None:
+    assert quote('a"\\\n\t\x01é') == '"a\\"\\\\\\n\\t\\x01é"'
+
+
+def _xgrammar() -> Any:
+    try:
+        import xgrammar as xgr  # type: ignore[import-not-found, unused-ignore]
+        import xgrammar.testing  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        return None
+    return xgr
+
+
+@pytest.mark.skipif(_xgrammar() is None, reason="xgrammar is not installed (it needs torch; see the vLLM venv)")
+@pytest.mark.parametrize("family", ["qwen3", "qwen3_coder", "gpt_oss", "deepseek_v3.2", "glm47", "mistral_v3"])
+def test_xgrammar_dialect_compiles_and_admits_real_renders(family: str) -> None:
+    xgr = _xgrammar()
+    template = get_template(family)
+    tools = _rendered(family)["tools_schema"]  # type: ignore[index]
+    for prompt, text in _turns(family):
+        grammar = tool_grammar(template, tools, prefix=prompt)
+        ebnf = to_ebnf(grammar.grammar, Ref("turn"), dialect="xgrammar")
+        assert xgr.testing._is_grammar_accept_string(xgr.Grammar.from_ebnf(ebnf), text), \
+            f"{family}: xgrammar rejects {text!r}"

@@ -1,5 +1,5 @@
 """GBNF read back as llguidance Lark for the tests, through llguidance's own GBNF reader
-(``llguidance.gbnf_to_lark``) with three changes, so that llguidance reads it as the context-free grammar
+(``llguidance.gbnf_to_lark``'s parser) with three changes, so that llguidance reads it as the context-free grammar
 llama.cpp reads: every rule stays a rule and every literal is split into one-character literals (llguidance's
 lexer ends a multi-character lexeme greedily, which a grammar of characters does not), and token references
 ``<tok>`` (which the reader does not know) become Lark's ``<tok>``."""
@@ -15,8 +15,8 @@ from llguidance.gbnf_to_lark import (
     GrammarParser,
     LiteralNode,
     RepetitionNode,
+    RuleRefNode,
     SequenceNode,
-    resolve,
 )
 
 # The reader writes \u and \U escapes with their leading zeros dropped; Rust's regex reads \u{...}.
@@ -31,14 +31,15 @@ def gbnf_to_lark(text: str) -> str:
     text = _replace_tokens(text, tokens)
     text += "".join(f'\n{name} ::= "{i}"' for i, name in enumerate(tokens.values()))
     rules = GrammarParser().parse(text)
-    resolve(rules)
-    lines = ["%llguidance {}"]
+    for rule in rules.values():  # resolve references (the reader's own resolve() also folds rules into lexemes)
+        rule.alternatives = _split_literals(rule.alternatives.simplify())
+        rule.name = "start" if rule.name == "root" else rule.name.replace("-", "_").lower()
+    for rule in rules.values():
+        for ref in _refs(rule.alternatives):
+            ref.target = rules[ref.name]
     by_name = {name.replace("-", "_"): tok for tok, name in tokens.items()}
-    for rule in sorted(rules.values(), key=lambda r: r.order):
-        rule.rule_is_terminal = False
-        rule.name = rule.name.lower()
-        rule.alternatives = _split_literals(rule.alternatives)
-    for rule in sorted(rules.values(), key=lambda r: r.order):
+    lines = ["%llguidance {}"]
+    for rule in rules.values():
         if rule.name in by_name:
             lines.append(f"{rule.name}: {by_name[rule.name]}")
         else:
@@ -69,6 +70,13 @@ def _replace_tokens(text: str, tokens: dict[str, str]) -> str:
     return "".join(out)
 
 
+def _refs(node: ASTNode) -> list[RuleRefNode]:
+    found = [node] if isinstance(node, RuleRefNode) else []
+    for child in node.children():
+        found.extend(_refs(child))
+    return found
+
+
 def _split_literals(node: ASTNode) -> ASTNode:
     if isinstance(node, LiteralNode):
         chars = _CHAR.findall(node.value)
@@ -80,3 +88,62 @@ def _split_literals(node: ASTNode) -> ASTNode:
     elif isinstance(node, RepetitionNode):
         node.node = _split_literals(node.node)
     return node
+
+
+def left_recursive_rules(text: str) -> list[str]:
+    """Rules of the GBNF ``text`` that can reach themselves before writing a character (llama.cpp refuses a
+    grammar with one)."""
+    rules = {rule.name: rule.alternatives for rule in GrammarParser().parse(_replace_tokens(text, {})).values()}
+    nullable: set[str] = set()
+
+    def can_be_empty(node: ASTNode) -> bool:
+        if isinstance(node, LiteralNode):
+            return node.value == ""
+        if isinstance(node, RuleRefNode):
+            return node.name in nullable
+        if isinstance(node, SequenceNode):
+            return all(can_be_empty(item) for item in node.nodes)
+        if isinstance(node, AlternativeNode):
+            return any(can_be_empty(item) for item in node.alternatives)
+        if isinstance(node, RepetitionNode):
+            return node.min_times == 0 or can_be_empty(node.node)
+        return False  # a class
+
+    changed = True
+    while changed:
+        changed = False
+        for name, body in rules.items():
+            if name not in nullable and can_be_empty(body):
+                nullable.add(name)
+                changed = True
+
+    def first_refs(node: ASTNode) -> set[str]:
+        if isinstance(node, RuleRefNode):
+            return {node.name}
+        if isinstance(node, SequenceNode):
+            found: set[str] = set()
+            for item in node.nodes:
+                found |= first_refs(item)
+                if not can_be_empty(item):
+                    break
+            return found
+        if isinstance(node, AlternativeNode):
+            return set().union(*(first_refs(item) for item in node.alternatives))
+        if isinstance(node, RepetitionNode):
+            return first_refs(node.node)
+        return set()
+
+    edges = {name: first_refs(body) for name, body in rules.items()}
+    bad = []
+    for name in rules:
+        seen: set[str] = set()
+        todo = list(edges[name])
+        while todo:
+            nxt = todo.pop()
+            if nxt == name:
+                bad.append(name)
+                break
+            if nxt not in seen and nxt in edges:
+                seen.add(nxt)
+                todo.extend(edges[nxt])
+    return bad

@@ -14,7 +14,7 @@ from chatparse.grammar import GrammarError, ToolGrammar, tool_grammar
 from chatparse.grammar.gbnf import char_class, quote, to_ebnf
 from chatparse.grammar.ir import Grammar, Lit, Ref, Seq, Until, rx_escape
 from chatparse.templates import get_template
-from tests.grammar.gbnf_lark import gbnf_to_lark
+from tests.grammar.gbnf_lark import gbnf_to_lark, left_recursive_rules
 from tests.grammar.test_builtins import (
     STRESS_TOOLS,
     _free_text_stops,
@@ -54,6 +54,11 @@ def test_random_walks_through_gbnf_parse_back(family: str) -> None:
                             walks=2)
 
 
+@pytest.mark.parametrize("family", _families())
+def test_gbnf_has_no_left_recursion(family: str) -> None:  # llama.cpp refuses a left-recursive grammar
+    assert left_recursive_rules(tool_grammar(family, STRESS_TOOLS, prefix=_prefix(family)).gbnf) == []
+
+
 @pytest.mark.parametrize("family", ["qwen3_coder", "gpt_oss", "deepseek_v3.2", "glm47"])
 def test_gbnf_and_lark_admit_each_others_walks(family: str) -> None:
     template = get_template(family)
@@ -76,6 +81,11 @@ def test_families_without_gbnf_say_why(family: str) -> None:
     with pytest.raises(GrammarError) as info:
         _ = grammar.gbnf
     assert info.value.code == NO_GBNF[family]
+
+
+def test_left_recursion_is_found() -> None:
+    assert left_recursive_rules('root ::= a "x"\na ::= b? a "y" | "z"\nb ::= "q"') == ["a"]
+    assert left_recursive_rules('root ::= a "x"\na ::= "y" a | "z"') == []
 
 
 def test_special_tokens_are_token_references() -> None:

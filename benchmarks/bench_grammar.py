@@ -21,8 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from chatparse.grammar import api as grammar_api
-from chatparse.grammar import regular
-from chatparse.grammar import tool_grammar
+from chatparse.grammar import regular, tool_grammar
 
 TARGET_MS = 5.0
 TEMPLATES = ("qwen3", "qwen3_coder", "gpt_oss")

@@ -22,7 +22,6 @@ _ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", '"': '\\"', "["
 _CLASS_SPECIALS = '\\]["^-'
 
 
-
 def _char(code: int, specials: str) -> str:
     """One character inside a literal or a class (both dialects read these escapes); ``specials`` are the
     characters that need an escape there."""
@@ -136,7 +135,8 @@ class _Writer:
         return f"({text})" if tree[0] != "chars" else text
 
     def never(self) -> str:
-        raise GrammarError("a regex with an empty character class matches nothing", code="unsupported_regex")
+        raise GrammarError("an empty character class or a choice of no options matches nothing; expected at "
+                           "least one option", code="empty_language")
 
     @staticmethod
     def repeat(atom: str, low: int, high: int | None) -> str:
@@ -166,7 +166,7 @@ class _Writer:
                 dfa = until_dfa(node.stop, node.excludes, node.not_start)
         else:
             dfa = text_dfa(node.excludes, node.partial, node.not_start)
-        start = self.automaton(dfa, "until" if isinstance(node, Until) else "text")
+        start = self.automaton(dfa, "until" if isinstance(node, Until) and not after else "text")
         hit = self._free[node] = start + after
         return hit
 

@@ -117,14 +117,14 @@ def lark_form(grammar: ToolGrammar) -> str:
 
 def assert_walks_parse_back(template: Any, prefix: str, label: str, extra_literals: Collection[str] = (), *,
                             form: Callable[[ToolGrammar], str] = lark_form,
-                            choices: Sequence[tuple[Any, bool]] = CHOICES, walks: int = 4) -> None:
+                            choices: Sequence[tuple[Any, bool]] = CHOICES, walks: int = 4,
+                            tools: Sequence[dict[str, Any]] = STRESS_TOOLS) -> None:
     """Random walks through the grammar of every tool choice (as Lark: ``form``) parse back (one-shot and
     streamed) into the calls the choice demands, with schema-valid arguments; most walks must finish."""
     rng = random.Random(label)
     finished = 0
     for choice, parallel in choices:
-        grammar = tool_grammar(template, STRESS_TOOLS, tool_choice=choice, parallel_tool_calls=parallel,
-                               prefix=prefix)
+        grammar = tool_grammar(template, tools, tool_choice=choice, parallel_tool_calls=parallel, prefix=prefix)
         literals = sorted(grammar.grammar.literals() | set(extra_literals))
         lark = form(grammar)
         for _ in range(walks):
@@ -133,12 +133,12 @@ def assert_walks_parse_back(template: Any, prefix: str, label: str, extra_litera
                 continue
             finished += 1
             where = f"{label} {choice} parallel={parallel}: {text!r}"
-            message = chatparse.parse_response(text, template, prefix=prefix, tools=STRESS_TOOLS)
+            message = chatparse.parse_response(text, template, prefix=prefix, tools=tools)
             try:
                 _check_message(message, choice, parallel)
             except (AssertionError, jsonschema.ValidationError) as exc:
                 raise AssertionError(f"{where}\n-> {message}\n{exc}") from exc
-            streamed, _ = stream(template, prefix, random_split(text, rng), tools=STRESS_TOOLS)
+            streamed, _ = stream(template, prefix, random_split(text, rng), tools=tools)
             assert streamed == message, where
     total = walks * len(choices)
     assert finished >= total // 2, f"only {finished} of {total} walks finished"

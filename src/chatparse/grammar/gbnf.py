@@ -20,6 +20,7 @@ Dialect = Literal["gbnf", "xgrammar"]
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
 _ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", '"': '\\"', "[": "\\[", "]": "\\]"}
 _CLASS_SPECIALS = '\\]["^-'
+_PLAIN = re.compile(r"[ !#-\[\]-~]*")  # printable ASCII but a quote and a backslash
 
 
 def _char(code: int, specials: str) -> str:
@@ -34,6 +35,8 @@ def _char(code: int, specials: str) -> str:
 
 
 def quote(text: str) -> str:
+    if _PLAIN.fullmatch(text):
+        return f'"{text}"'
     return '"' + "".join(_char(ord(ch), '"\\') for ch in text) + '"'
 
 

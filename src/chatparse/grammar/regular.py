@@ -145,6 +145,7 @@ class _NFA:
     def __init__(self) -> None:
         self.edges: list[list[tuple[Chars, int]]] = []
         self.empty: list[list[int]] = []
+        self._closures: dict[int, frozenset[int]] = {}  # (built once the automaton is complete)
 
     def state(self) -> int:
         self.edges.append([])
@@ -194,7 +195,16 @@ class _NFA:
                 self.empty[at].append(end)
 
     def closure(self, states: Iterable[int]) -> frozenset[int]:
-        seen = set(states)
+        seen: set[int] = set()
+        for state in states:
+            hit = self._closures.get(state)
+            if hit is None:
+                hit = self._closures[state] = self._closure_of(state)
+            seen |= hit
+        return frozenset(seen)
+
+    def _closure_of(self, state: int) -> frozenset[int]:
+        seen = {state}
         todo = list(seen)
         while todo:
             for nxt in self.empty[todo.pop()]:
@@ -283,21 +293,23 @@ def _minimize(edges: list[list[tuple[Chars, int]]], accepting: list[bool]) -> DF
     if 0 not in live:
         raise GrammarError("free text that can never end: every text holds an excluded marker",
                            code="empty_language")
-    # Moore's partition refinement
+    # Moore's partition refinement; a state's signature is its map from characters to blocks, as sorted
+    # spans (lo, hi, block) with neighbours of one block merged
+    spans = [sorted((lo, hi, t) for chars, t in out if t in live for lo, hi in chars) for out in edges]
     block = [int(a) for a in accepting]
     while True:
         signatures: dict[tuple[Any, ...], int] = {}
         new = [0] * len(edges)
-        for s in range(len(edges)):
-            if s not in live:
-                continue
-            by_block: dict[int, list[Chars]] = {}
-            for chars, t in edges[s]:
-                if t in live:
-                    by_block.setdefault(block[t], []).append(chars)
-            sig = (block[s], tuple(sorted((b, chars_union(cs)) for b, cs in by_block.items())))
-            new[s] = signatures.setdefault(sig, len(signatures))
-        if len(signatures) == len(set(block[s] for s in live)):
+        for s in live:
+            merged: list[tuple[int, int, int]] = []
+            for lo, hi, t in spans[s]:
+                b = block[t]
+                if merged and merged[-1][2] == b and merged[-1][1] + 1 == lo:
+                    merged[-1] = (merged[-1][0], hi, b)
+                else:
+                    merged.append((lo, hi, b))
+            new[s] = signatures.setdefault((block[s], tuple(merged)), len(signatures))
+        if len(signatures) == len({block[s] for s in live}):
             block = new
             break
         block = new

@@ -20,7 +20,6 @@ Dialect = Literal["gbnf", "xgrammar"]
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
 _ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", '"': '\\"', "[": "\\[", "]": "\\]"}
 _CLASS_SPECIALS = '\\]["^-'
-_PLAIN = re.compile(r"[ !#-\[\]-~]*")  # printable ASCII but a quote and a backslash
 
 
 def _char(code: int, specials: str) -> str:
@@ -34,9 +33,12 @@ def _char(code: int, specials: str) -> str:
     return f"\\u{code:04X}" if code <= 0xFFFF else f"\\U{code:08X}"
 
 
+_LITERAL_ESCAPES = {code: _char(code, '"\\') for code in (*range(0x20), 0x22, 0x5C, 0x7F)}
+
+
 def quote(text: str) -> str:
-    if _PLAIN.fullmatch(text):
-        return f'"{text}"'
+    if text.isascii() or text.isprintable():
+        return f'"{text.translate(_LITERAL_ESCAPES)}"'
     return '"' + "".join(_char(ord(ch), '"\\') for ch in text) + '"'
 
 
@@ -63,6 +65,7 @@ class _Writer:
         self.lines: list[str] = []
         self._free: dict[Node, str] = {}
         self._regex: dict[str, str] = {}
+        self._literals: dict[str, str] = {}
         self._automata: dict[int, tuple[DFA, str]] = {}
         self._exprs: dict[int, tuple[Node, str]] = {}
         self._counter = 0
@@ -89,6 +92,12 @@ class _Writer:
     # --- literals and terminals ---------------------------------------------------------------------------
 
     def literal(self, text: str) -> str:
+        hit = self._literals.get(text)
+        if hit is None:
+            hit = self._literals[text] = self._literal(text)
+        return hit
+
+    def _literal(self, text: str) -> str:
         parts: list[str] = []
         rest = text
         while rest:

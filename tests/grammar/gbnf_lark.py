@@ -1,8 +1,9 @@
 """GBNF read back as llguidance Lark for the tests, through llguidance's own GBNF reader
-(``llguidance.gbnf_to_lark``'s parser) with three changes, so that llguidance reads it as the context-free grammar
+(``llguidance.gbnf_to_lark``'s parser) with four changes, so that llguidance reads it as the context-free grammar
 llama.cpp reads: every rule stays a rule and every literal is split into one-character literals (llguidance's
 lexer ends a multi-character lexeme greedily, which a grammar of characters does not), and token references
-``<tok>`` (which the reader does not know) become Lark's ``<tok>``."""
+``<tok>`` (which the reader does not know) become Lark's ``<tok>``, and a repetition of a repetition keeps
+its parentheses."""
 
 from __future__ import annotations
 
@@ -87,12 +88,15 @@ def _split_literals(node: ASTNode) -> ASTNode:
         node.alternatives = [_split_literals(item) for item in node.alternatives]
     elif isinstance(node, RepetitionNode):
         node.node = _split_literals(node.node)
+        if isinstance(node.node, RepetitionNode):  # the reader would write x+* (no Lark)
+            node.node = SequenceNode([node.node])
     return node
 
 
 def left_recursive_rules(text: str) -> list[str]:
-    """Rules of the GBNF ``text`` that can reach themselves before writing a character (llama.cpp refuses a
-    grammar with one)."""
+    """Rules of the GBNF ``text`` that can reach themselves before writing a character, counting the rule
+    llama.cpp writes for an unbounded repetition (``x*`` is ``r ::= x r |``, left-recursive when ``x`` can be
+    empty): llama.cpp refuses a grammar with one."""
     rules = {rule.name: rule.alternatives for rule in GrammarParser().parse(_replace_tokens(text, {})).values()}
     nullable: set[str] = set()
 
@@ -133,15 +137,21 @@ def left_recursive_rules(text: str) -> list[str]:
             return first_refs(node.node)
         return set()
 
+    def empty_loops(node: ASTNode) -> bool:
+        if isinstance(node, RepetitionNode) and node.max_times is None and can_be_empty(node.node):
+            return True
+        return any(empty_loops(child) for child in node.children())
+
     edges = {name: first_refs(body) for name, body in rules.items()}
-    bad = []
+    bad = [name for name, body in rules.items() if empty_loops(body)]
     for name in rules:
         seen: set[str] = set()
         todo = list(edges[name])
         while todo:
             nxt = todo.pop()
             if nxt == name:
-                bad.append(name)
+                if name not in bad:
+                    bad.append(name)
                 break
             if nxt not in seen and nxt in edges:
                 seen.add(nxt)

@@ -10,10 +10,13 @@ import re
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chatparse.grammar import GrammarError, ToolGrammar, tool_grammar
 from chatparse.grammar.gbnf import char_class, quote, to_ebnf
-from chatparse.grammar.ir import Grammar, Lit, Ref, Seq, Until, rx_escape
+from chatparse.grammar.ir import Grammar, Lit, Ref, Rx, Seq, Until, rx_escape
+from chatparse.grammar.lark import to_lark
 from chatparse.templates import get_template
 from tests.grammar.gbnf_lark import gbnf_to_lark, left_recursive_rules
 from tests.grammar.test_builtins import (
@@ -95,6 +98,8 @@ def test_families_without_gbnf_say_why(family: str) -> None:
 def test_left_recursion_is_found() -> None:
     assert left_recursive_rules('root ::= a "x"\na ::= b? a "y" | "z"\nb ::= "q"') == ["a"]
     assert left_recursive_rules('root ::= a "x"\na ::= "y" a | "z"') == []
+    assert left_recursive_rules('root ::= ([a]*)* "x"') == ["root"]
+    assert left_recursive_rules('root ::= ([a]*){0,3} "x"*') == []
 
 
 def test_special_tokens_are_token_references() -> None:
@@ -153,3 +158,32 @@ def test_xgrammar_dialect_compiles_and_admits_real_renders(family: str) -> None:
         ebnf = to_ebnf(grammar.grammar, Ref("turn"), dialect="xgrammar")
         assert xgr.testing._is_grammar_accept_string(xgr.Grammar.from_ebnf(ebnf), text), \
             f"{family}: xgrammar rejects {text!r}"
+
+
+CHARS = 'ab"\\[]^-é🙂\n<'
+_ATOMS = st.one_of(
+    st.sampled_from(CHARS).map(rx_escape),
+    st.lists(st.sampled_from(CHARS), min_size=1, max_size=3).map(
+        lambda cs: "[" + "".join("\\" + c if c in "\\]^-[" else ("\\n" if c == "\n" else c) for c in cs) + "]"),
+    st.lists(st.sampled_from(CHARS), min_size=1, max_size=3).map(
+        lambda cs: "[^" + "".join("\\" + c if c in "\\]^-[" else ("\\n" if c == "\n" else c) for c in cs) + "]"),
+    st.just("(?s:.)"),
+)
+REGEXES = st.recursive(_ATOMS, lambda inner: st.one_of(
+    st.lists(inner, min_size=2, max_size=3).map("".join),
+    st.lists(inner, min_size=2, max_size=3).map(lambda items: "(?:" + "|".join(items) + ")"),
+    st.tuples(inner, st.sampled_from(["*", "+", "?", "{2}", "{0,3}", "{1,}"])).map(lambda t: f"(?:{t[0]}){t[1]}"),
+), max_leaves=6)
+
+
+@settings(max_examples=80, deadline=None)
+@given(pattern=REGEXES, texts=st.lists(st.text(alphabet=CHARS + "x", max_size=6), min_size=8, max_size=8))
+def test_regex_terminals_as_gbnf_admit_what_llguidance_admits(pattern: str, texts: list[str]) -> None:
+    grammar = Grammar({"value": Rx(pattern)})
+    text = to_ebnf(grammar, Ref("value"), dialect="gbnf")
+    assert left_recursive_rules(text) == [], text  # (x*)* is written (x)*: llama.cpp's x* rule must progress
+    gbnf = gbnf_to_lark(text)
+    lark = to_lark(grammar, "value")
+    for sample in texts:
+        expected, _ = accepts(lark, sample)
+        assert accepts(gbnf, sample)[0] == expected, f"{pattern!r}: {sample!r} (llguidance: {expected})"

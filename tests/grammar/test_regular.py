@@ -7,6 +7,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chatparse.grammar import GrammarError
 from chatparse.grammar.ir import Grammar, Node, Rx, Text, Until, rx_escape, trie
@@ -113,3 +115,30 @@ def test_free_text_that_cannot_end_is_refused() -> None:
     with pytest.raises(GrammarError) as info:
         until_dfa("a", excludes=("(?s:.)",))
     assert info.value.code == "empty_language"
+
+
+WORDS = st.text(alphabet="ab</\n", min_size=1, max_size=4)
+
+
+@settings(max_examples=150, deadline=None)
+@given(stop=st.lists(WORDS, min_size=1, max_size=2), excludes=st.lists(WORDS, max_size=2),
+       not_start=st.lists(WORDS, max_size=1), partial=st.lists(WORDS, max_size=2), until=st.booleans(),
+       texts=st.lists(st.text(alphabet="ab</\né", max_size=9), min_size=10, max_size=10))
+def test_random_free_text_automata_agree_with_llguidance(stop: list[str], excludes: list[str], not_start: list[str],
+                                                          partial: list[str], until: bool, texts: list[str]) -> None:
+    node: Node
+    if until:
+        node = Until(trie(stop), tuple(map(rx_escape, excludes)), tuple(map(rx_escape, not_start)))
+    else:
+        node = Text(tuple(map(rx_escape, excludes)), (trie(partial, prefixes=True),) if partial else (),
+                    tuple(map(rx_escape, not_start)))
+    try:
+        dfa = until_dfa(node.stop, node.excludes, node.not_start) if isinstance(node, Until) else \
+            text_dfa(node.excludes, node.partial, node.not_start)
+    except GrammarError as exc:  # no text at all: llguidance admits none either
+        assert exc.code == "empty_language"
+        dfa = None
+    lark = _lark(node)
+    for text in [*texts, stop[0], excludes[0] + stop[0] if excludes else "a" + stop[0]]:
+        expected, _ = lark_accepts(lark, text)
+        assert (dfa is not None and accepts(dfa, text)) == expected, f"{node}: {text!r} (llguidance: {expected})"

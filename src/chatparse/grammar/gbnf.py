@@ -14,7 +14,17 @@ from typing import Literal
 
 from chatparse.grammar.ir import Alt, Grammar, Lit, Node, Ref, Rep, Rx, Seq, Text, Until, rx_escape
 from chatparse.grammar.jsonschema import GrammarError
-from chatparse.grammar.regular import DFA, Chars, Tree, chars_negate, regex_tree, text_dfa, until_dfa
+from chatparse.grammar.regular import (
+    DFA,
+    Chars,
+    Tree,
+    chars_negate,
+    non_empty,
+    nullable,
+    regex_tree,
+    text_dfa,
+    until_dfa,
+)
 
 Dialect = Literal["gbnf", "xgrammar"]
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
@@ -140,6 +150,11 @@ class _Writer:
         if kind == "alt":
             return " | ".join(self.tree(item) for item in tree[1])
         _, low, high, inner = tree
+        if high is None and nullable(inner):  # x* with x nullable is (x without the empty text)*
+            part = non_empty(inner)
+            if part is not None and part[0] == "rep" and part[1:3] == (1, None):
+                part = part[3]  # (x+)* is x*
+            return '""' if part is None else self.repeat(self.tree_atom(part), 0, None)
         return self.repeat(self.tree_atom(inner), low, high)
 
     def tree_atom(self, tree: Tree) -> str:

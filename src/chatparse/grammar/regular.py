@@ -136,6 +136,46 @@ def regex_tree(pattern: str) -> Tree:
     return convert(parsed, parsed.state.flags & ~c.SRE_FLAG_UNICODE)
 
 
+def nullable(tree: Tree) -> bool:
+    """Whether ``tree`` matches the empty text."""
+    kind = tree[0]
+    if kind == "chars":
+        return False
+    if kind == "seq":
+        return all(nullable(item) for item in tree[1])
+    if kind == "alt":
+        return any(nullable(item) for item in tree[1])
+    return bool(tree[1] == 0 or nullable(tree[3]))
+
+
+def non_empty(tree: Tree) -> Tree | None:
+    """A tree for the non-empty texts ``tree`` matches (None: it matches only the empty text). GBNF engines
+    write ``x*`` as a rule ``r ::= x r | ""``, which is left-recursive when ``x`` can be empty."""
+    kind = tree[0]
+    if kind == "chars" or not nullable(tree):
+        return tree
+    if kind == "alt":
+        items = [t for t in (non_empty(item) for item in tree[1]) if t is not None]
+        return None if not items else items[0] if len(items) == 1 else ("alt", items)
+    if kind == "seq":
+        if not tree[1]:
+            return None
+        head, rest = tree[1][0], ("seq", tree[1][1:])
+        options = [t for t in (_concat(non_empty(head), rest), non_empty(rest)) if t is not None]
+        return None if not options else options[0] if len(options) == 1 else ("alt", options)
+    _, _low, high, inner = tree
+    inner_part = non_empty(inner)
+    if inner_part is None or high == 0:
+        return None
+    return ("rep", 1, high, inner_part)
+
+
+def _concat(head: Tree | None, rest: Tree) -> Tree | None:
+    if head is None:
+        return None
+    return head if not rest[1] else ("seq", [head, *rest[1]])
+
+
 # --- NFA ----------------------------------------------------------------------------------------------------
 
 

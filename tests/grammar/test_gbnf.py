@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from chatparse.grammar import GrammarError, ToolGrammar, tool_grammar
 from chatparse.grammar.gbnf import char_class, quote, to_ebnf
-from chatparse.grammar.ir import Grammar, Lit, Ref, Rx, Seq, Until, rx_escape
+from chatparse.grammar.ir import Grammar, Lit, Ref, Rep, Rx, Seq, Until, rx_escape
 from chatparse.grammar.lark import to_lark
 from chatparse.templates import get_template
 from tests.grammar.gbnf_lark import gbnf_to_lark, left_recursive_rules
@@ -115,6 +115,14 @@ def test_special_tokens_are_token_references() -> None:
     with pytest.raises(GrammarError) as info:
         to_ebnf(grammar, Ref("turn"), dialect="xgrammar", special=["<|end|>"])
     assert info.value.code == "special_token"
+
+
+def test_a_loop_that_can_write_nothing_is_refused_in_gbnf() -> None:
+    grammar = Grammar({"turn": Rep(Ref("maybe")), "maybe": Rep(Lit("a"), 0, 1)})
+    with pytest.raises(GrammarError) as info:
+        to_ebnf(grammar, Ref("turn"), dialect="gbnf")
+    assert info.value.code == "nullable_repeat"
+    assert "turn ::= maybe*" in to_ebnf(grammar, Ref("turn"), dialect="xgrammar")  # (Earley parsers take it)
 
 
 def test_gbnf_is_cached_on_the_tool_grammar() -> None:

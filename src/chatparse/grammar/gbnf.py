@@ -76,6 +76,7 @@ class _Writer:
         self._free: dict[Node, str] = {}
         self._regex: dict[str, str] = {}
         self._literals: dict[str, str] = {}
+        self._nullable_rules: set[str] | None = None  # (computed on first need)
         self._automata: dict[int, tuple[DFA, str]] = {}
         self._exprs: dict[int, tuple[Node, str]] = {}
         self._counter = 0
@@ -245,10 +246,40 @@ class _Writer:
         if isinstance(node, Alt):
             return " | ".join(self.expr(item) for item in node.items) if node.items else self.never()
         if isinstance(node, Rep):
+            if node.max is None and self.dialect == "gbnf" and self.nullable(node.item):
+                raise GrammarError(f"an unbounded repetition of {self.expr(node.item)}, which can be empty: llama.cpp "
+                                   "writes x* as r ::= x r | and refuses that as left recursion; expected an item "
+                                   "that writes at least one character", code="nullable_repeat")
             return self.repeat(self.atom(node.item), node.min, node.max)
         if isinstance(node, Until | Text):
             return self.free(node)
         raise TypeError(f"unknown grammar node {node!r}")
+
+    def nullable(self, node: Node) -> bool:
+        """Whether ``node`` can match the empty text (free text counted as able to)."""
+        if self._nullable_rules is None:
+            found: set[str] = set()
+            self._nullable_rules = found
+            changed = True
+            while changed:
+                changed = False
+                for name, body in self.grammar.rules.items():
+                    if name not in found and self.nullable(body):
+                        found.add(name)
+                        changed = True
+        if isinstance(node, Lit):
+            return not node.text
+        if isinstance(node, Rx):
+            return nullable(regex_tree(node.pattern))
+        if isinstance(node, Ref):
+            return node.name in self._nullable_rules
+        if isinstance(node, Seq):
+            return all(self.nullable(item) for item in node.items)
+        if isinstance(node, Alt):
+            return any(self.nullable(item) for item in node.items)
+        if isinstance(node, Rep):
+            return node.min == 0 or self.nullable(node.item)
+        return isinstance(node, Text) or (isinstance(node, Until) and nullable(regex_tree(node.stop)))
 
     def wrapped(self, node: Node) -> str:
         """``node`` as one item of a sequence."""

@@ -195,3 +195,30 @@ def test_regex_terminals_as_gbnf_admit_what_llguidance_admits(pattern: str, text
     for sample in texts:
         expected, _ = accepts(lark, sample)
         assert accepts(gbnf, sample)[0] == expected, f"{pattern!r}: {sample!r} (llguidance: {expected})"
+
+
+@pytest.mark.parametrize(("family", "specials", "text"), [
+    ("qwen3", ["<tool_call>", "</tool_call>", "<|im_end|>", "<think>", "</think>"],
+     '<think>\nHm.\n</think>\n\n<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call><|im_end|>'),
+    ("gpt_oss", ["<|channel|>", "<|message|>", "<|end|>", "<|start|>", "<|call|>", "<|constrain|>", "<|return|>"],
+     "<|channel|>analysis<|message|>Hm.<|end|><|start|>assistant<|channel|>commentary to=functions.get_time "
+     "<|constrain|>json<|message|>{}<|call|>"),
+])
+def test_markers_that_are_tokens_in_gbnf(family: str, specials: list[str], text: str) -> None:
+    import llguidance
+
+    from tests.grammar.test_build_write_forms import _SpecialTokenizer
+
+    tools = [STRESS_TOOLS[1]]
+    gbnf = tool_grammar(family, tools, tool_choice="required", special_tokens=specials).gbnf
+    assert all(tok in gbnf for tok in specials[:3]) and f'"{specials[0]}' not in gbnf
+    tokenizer = _SpecialTokenizer(specials)
+    lark = gbnf_to_lark(gbnf)
+
+    def admits(ids: list[int]) -> bool:
+        matcher = llguidance.LLMatcher(llguidance.LLTokenizer(llguidance.TokenizerWrapper(tokenizer)), lark)
+        assert not matcher.is_error(), matcher.get_error()
+        return all(matcher.consume_token(t) for t in ids) and matcher.is_accepting()
+
+    assert admits(tokenizer(text.encode()))
+    assert not admits(list(text.encode()))  # the markers spelled byte by byte are not the tokens

@@ -16,7 +16,6 @@ import functools
 import itertools
 import re
 import threading
-import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -69,18 +68,39 @@ def _unsupported(pattern: str, what: str) -> GrammarError:
 Tree = tuple[Any, ...]
 
 
+def _set_operation(pattern: str) -> bool:
+    """Whether a class of ``pattern`` holds a "[" or a doubled &, -, ~ or | (a nested class or a set operation
+    for Rust; characters for Python)."""
+    i = 0
+    while i < len(pattern):
+        if pattern[i] == "\\":
+            i += 2
+            continue
+        if pattern[i] == "[":
+            i += 1
+            i += pattern.startswith("^", i)
+            i += pattern.startswith("]", i)
+            while i < len(pattern) and pattern[i] != "]":
+                if pattern[i] == "[" or pattern[i: i + 2] in ("&&", "--", "~~", "||"):
+                    return True
+                i += 2 if pattern[i] == "\\" else 1
+        i += 1
+    return False
+
+
 @functools.lru_cache(maxsize=4096)
 def regex_tree(pattern: str) -> Tree:
     """The syntax tree of ``pattern``: character sets, sequences, alternatives and bounded repetitions."""
     from re import _constants as c  # type: ignore[attr-defined]
     from re import _parser  # type: ignore[attr-defined]
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # "possible nested set" / "set difference": Rust reads those otherwise
-        try:
-            parsed = _parser.parse(pattern, 0)
-        except (re.error, FutureWarning, DeprecationWarning) as exc:
-            raise _unsupported(pattern, f"syntax Python's and Rust's regex read differently ({exc})") from exc
+    if _set_operation(pattern):
+        raise _unsupported(pattern, "a nested class or a set operation in a class (Rust reads [[..]] and &&, --, "
+                                    "~~ there; Python reads characters)")
+    try:
+        parsed = _parser.parse(pattern, 0)
+    except re.error as exc:
+        raise _unsupported(pattern, f"syntax Python's regex cannot read ({exc})") from exc
     bad_flags = c.SRE_FLAG_IGNORECASE | c.SRE_FLAG_MULTILINE | c.SRE_FLAG_VERBOSE | c.SRE_FLAG_ASCII | \
         c.SRE_FLAG_LOCALE
 

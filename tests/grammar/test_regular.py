@@ -142,3 +142,12 @@ def test_random_free_text_automata_agree_with_llguidance(stop: list[str], exclud
     for text in [*texts, stop[0], excludes[0] + stop[0] if excludes else "a" + stop[0]]:
         expected, _ = lark_accepts(lark, text)
         assert (dfa is not None and accepts(dfa, text)) == expected, f"{node}: {text!r} (llguidance: {expected})"
+
+
+def test_automata_built_in_threads_are_one_cached_object() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    stop, excludes = rx_escape("</tool_call>"), (trie(["<|im_end|>", "<tool_call>", "<|endoftext|>"]),)
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda _: until_dfa(stop, excludes), range(16)))
+    assert all(dfa is results[0] for dfa in results)

@@ -1,7 +1,8 @@
-"""``ToolGrammar.gbnf`` (llama.cpp) and the xgrammar EBNF dialect give the Lark grammar's language: for every
+"""``ToolGrammar.gbnf`` (llama.cpp) and the xgrammar EBNF dialect write the grammar's rules exactly: for every
 built-in, the GBNF (read back by llguidance's GBNF reader) admits the chat template's real renders and its
 random walks parse back as the Lark ones do; for families with intricate free text, walks through either
-form are admitted by the other."""
+form are admitted by the other; random regex terminals mean the same in both forms; and, where xgrammar is
+installed, its dialect compiles and admits the real renders."""
 
 from __future__ import annotations
 

@@ -7,6 +7,10 @@ Patterns are read with Python's own regex parser (``re._parser``) in the syntax 
 alternation and repetition; ``\\s`` is Unicode ``White_Space`` as in Rust. Anything else (anchors,
 lookaround, backreferences, case folding, ``\\w``, ``\\d``, ``\\b``, set operations in classes) raises
 ``GrammarError`` (``code="unsupported_regex"``): an automaton is never looser than the regex.
+
+No automaton library: interegular (outlines, vLLM) builds whole DFAs and intersects them, 45 s for the built-ins'
+324 distinct free-text and regex nodes where building only the reachable product here takes about 2.5 s, and
+greenery 4.2 cannot read ``(?s:...)`` or ``\/``.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ lookaround, backreferences, case folding, ``\\w``, ``\\d``, ``\\b``, set operati
 
 No automaton library: interegular (outlines, vLLM) builds whole DFAs and intersects them, 45 s for the built-ins'
 324 distinct free-text and regex nodes where building only the reachable product here takes about 2.5 s, and
-greenery 4.2 cannot read ``(?s:...)`` or ``\/``.
+greenery 4.2 cannot read ``(?s:...)`` or ``\\/``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ cached) and repeated requests (cached by template, tools and choice), per templa
 Peer, measured in the same run: llguidance compiling the same Lark text into a matcher with its byte
 tokenizer (the work an engine does next with the grammar), so the ratio says how much of a constrained
 request's set-up is chatparse's. Target: a first build under 5 ms for 20 tools. Process CPU time, best of
-several runs. Prints a table, then one JSON document.
+several runs. Prints a table, then one JSON document. The GBNF columns: ``.gbnf`` of a fresh grammar with
+no automaton cached (cold), with the template's automata cached (warm: new tools, a template seen before),
+again on the same grammar (cached), and its size in lines.
 
     python benchmarks/bench_grammar.py [--tools 20] [--repeat 5] [--templates qwen3,qwen3_coder | all] [--distinct]
 
@@ -22,10 +24,11 @@ from typing import Any
 
 from chatparse.grammar import GrammarError, tool_grammar
 from chatparse.grammar import api as grammar_api
+from chatparse.grammar import regular
 from chatparse.templates import get_template, list_templates
 
 TARGET_MS = 5.0
-TEMPLATES = ("qwen3", "qwen3_coder")
+TEMPLATES = ("qwen3", "qwen3_coder", "gpt_oss")
 CHOICES = ("auto", "required", "tool_0")
 
 
@@ -92,16 +95,31 @@ def main() -> None:
             first = best(build, args.repeat)
             cached = best(lambda t=template, c=choice: tool_grammar(t, tools, tool_choice=c), args.repeat)
             peer = best(lambda g=lark: llguidance.LLMatcher(tokenizer, g), args.repeat)
+
+            def gbnf(cold: bool, template: str = template, choice: str = choice) -> str:
+                if cold:
+                    regular._CACHE.clear()
+                return build().gbnf
+
+            gbnf_text = gbnf(True)
+            gbnf_cold = best(lambda: gbnf(True), args.repeat) - first
+            gbnf_warm = best(lambda: gbnf(False), args.repeat) - first
+            grammar = tool_grammar(template, tools, tool_choice=choice)
+            gbnf_cached = best(lambda g=grammar: g.gbnf, args.repeat)
             rows.append({"template": template, "tool_choice": choice, "tools": args.tools,
                          "first_ms": round(first * 1e3, 3), "cached_ms": round(cached * 1e3, 4),
                          "llguidance_compile_ms": round(peer * 1e3, 3), "ratio": round(first / peer, 2) if peer else None,
-                         "lark_chars": len(lark), "under_target": first * 1e3 < TARGET_MS})
+                         "lark_chars": len(lark), "under_target": first * 1e3 < TARGET_MS,
+                         "gbnf_cold_ms": round(gbnf_cold * 1e3, 3), "gbnf_warm_ms": round(gbnf_warm * 1e3, 3),
+                         "gbnf_cached_ms": round(gbnf_cached * 1e3, 4), "gbnf_lines": len(gbnf_text.splitlines())})
     print(f"first ms: uncached tool_grammar(template, {args.tools} {'distinct ' if args.distinct else ''}tools, "
           f"tool_choice=...) incl. the Lark text; best of {args.repeat}, process CPU time")
-    print(f"{'template':<12} {'choice':<9} {'first ms':>9} {'cached ms':>10} {'llguidance ms':>14} {'ratio':>6}")
+    print(f"{'template':<20} {'choice':<9} {'first ms':>9} {'cached ms':>10} {'llguidance ms':>14} {'ratio':>6} "
+          f"{'gbnf cold/warm/cached ms':>25} {'gbnf lines':>10}")
     for row in rows:
-        print(f"{row['template']:<12} {row['tool_choice']:<9} {row['first_ms']:>9} {row['cached_ms']:>10} "
-              f"{row['llguidance_compile_ms']:>14} {row['ratio']:>6}")
+        gbnf = f"{row['gbnf_cold_ms']}/{row['gbnf_warm_ms']}/{row['gbnf_cached_ms']}"
+        print(f"{row['template']:<20} {row['tool_choice']:<9} {row['first_ms']:>9} {row['cached_ms']:>10} "
+              f"{row['llguidance_compile_ms']:>14} {row['ratio']:>6} {gbnf:>25} {row['gbnf_lines']:>10}")
     print(json.dumps({"machine": platform.machine(), "python": platform.python_version(), "target_ms": TARGET_MS,
                       "rows": rows}))
 

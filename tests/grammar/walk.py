@@ -5,6 +5,7 @@ that walks finish in a few hundred steps. What a walk writes is, by construction
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Sequence
 
@@ -16,6 +17,16 @@ EOS = TOKENIZER.eos_token
 # indentation and non-ASCII text.
 SPICE = ("\n", "  ", '"', "\\n", "é", "한국어", "🙂", "</", "<", ">", "{", "}", "[", "]", ",", ":", "=", " ",
          "</parameter>", "</function>", "<tool_call>", "</tool_call>", "<|im_end|>", "</think>", "```")
+
+
+@functools.lru_cache(maxsize=32)
+def _compiled(lark: str) -> llguidance.LLMatcher:
+    return llguidance.LLMatcher(TOKENIZER, lark)
+
+
+def matcher_of(lark: str) -> llguidance.LLMatcher:
+    """A fresh matcher of ``lark`` (compiling a grammar costs far more than copying a compiled one)."""
+    return _compiled(lark).deep_copy()
 
 
 def allowed(matcher: llguidance.LLMatcher) -> list[int]:
@@ -37,7 +48,7 @@ def try_write(matcher: llguidance.LLMatcher, text: str) -> bool:
 def walk(lark: str, rng: random.Random, literals: Sequence[str], *, steps: int = 2000,
          stop_weight: float = 0.15) -> str | None:
     """One random output of ``lark`` (None when the walk did not finish within ``steps`` tokens)."""
-    matcher = llguidance.LLMatcher(TOKENIZER, lark)
+    matcher = matcher_of(lark)
     assert not matcher.is_error(), matcher.get_error()
     out = bytearray()
     pool = list(literals) + list(SPICE)
@@ -83,7 +94,7 @@ def walk(lark: str, rng: random.Random, literals: Sequence[str], *, steps: int =
 
 def accepts(lark: str, text: str) -> tuple[bool, str]:
     """Whether ``lark`` admits all of ``text`` (and may end there); the reason when not."""
-    matcher = llguidance.LLMatcher(TOKENIZER, lark)
+    matcher = matcher_of(lark)
     if matcher.is_error():
         return False, matcher.get_error()
     data = text.encode()

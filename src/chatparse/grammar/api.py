@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from collections import OrderedDict
@@ -11,7 +12,7 @@ from typing import Any
 
 from chatparse.engine import ResponseParser
 from chatparse.grammar.build import CHOICES, Builder, region_texts
-from chatparse.grammar.ir import Grammar, seq
+from chatparse.grammar.ir import Grammar, Ref, seq
 from chatparse.grammar.jsonschema import GrammarError
 from chatparse.grammar.lark import to_lark
 from chatparse.template.compile import CompiledTemplate, load_template
@@ -26,7 +27,7 @@ _LOCK = threading.Lock()
 class ToolGrammar:
     """The grammar of what a model may write after the prompt, up to and including the end of its turn.
 
-    ``lark`` is llguidance's Lark dialect. ``tool_choice`` is ``"auto"``, ``"required"``, ``"none"`` or
+    ``lark`` is llguidance's Lark dialect; ``gbnf`` (computed on first use) is llama.cpp's GBNF. ``tool_choice`` is ``"auto"``, ``"required"``, ``"none"`` or
     the name of the one tool to call; ``reasoning`` says how the grammar starts: ``"open"`` (the prompt
     opened the reasoning block: free text up to its close first), ``"optional"`` (the model may open one)
     or ``"none"``. ``unenforced`` lists schema keywords a lenient grammar left free.
@@ -40,6 +41,14 @@ class ToolGrammar:
     unenforced: tuple[str, ...] = ()
     special_tokens: tuple[str, ...] = ()
     grammar: Grammar = field(default_factory=Grammar, repr=False, compare=False)
+
+    @functools.cached_property
+    def gbnf(self) -> str:
+        """The same grammar as llama.cpp's GBNF (start rule ``root``; ``special_tokens`` as ``<token>``),
+        written on first use: free text and regex terminals become rules of characters."""
+        from chatparse.grammar.gbnf import to_ebnf
+
+        return to_ebnf(self.grammar, Ref("turn"), dialect="gbnf", special=self.special_tokens)
 
 
 def _choice(tool_choice: Any, names: list[str]) -> tuple[str, str | None]:

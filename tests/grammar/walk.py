@@ -24,8 +24,11 @@ def _compiled(lark: str) -> llguidance.LLMatcher:
     return llguidance.LLMatcher(TOKENIZER, lark)
 
 
-def matcher_of(lark: str) -> llguidance.LLMatcher:
-    """A fresh matcher of ``lark`` (compiling a grammar costs far more than copying a compiled one)."""
+def matcher_of(lark: str, limits: llguidance.LLParserLimits | None = None) -> llguidance.LLMatcher:
+    """A fresh matcher of ``lark`` (compiling a grammar costs far more than copying a compiled one; with
+    ``limits``, compiled anew)."""
+    if limits is not None:
+        return llguidance.LLMatcher(TOKENIZER, lark, limits=limits)
     return _compiled(lark).deep_copy()
 
 
@@ -46,9 +49,10 @@ def try_write(matcher: llguidance.LLMatcher, text: str) -> bool:
 
 
 def walk(lark: str, rng: random.Random, literals: Sequence[str], *, steps: int = 2000,
-         stop_weight: float = 0.15) -> str | None:
-    """One random output of ``lark`` (None when the walk did not finish within ``steps`` tokens)."""
-    matcher = matcher_of(lark)
+         stop_weight: float = 0.15, limits: llguidance.LLParserLimits | None = None) -> str | None:
+    """One random output of ``lark`` (None when the walk did not finish within ``steps`` tokens); ``limits``:
+    llguidance's parser limits (grammars of one rule per character need longer Earley rows)."""
+    matcher = matcher_of(lark, limits)
     assert not matcher.is_error(), matcher.get_error()
     out = bytearray()
     pool = list(literals) + list(SPICE)
@@ -92,9 +96,9 @@ def walk(lark: str, rng: random.Random, literals: Sequence[str], *, steps: int =
         return None
 
 
-def accepts(lark: str, text: str) -> tuple[bool, str]:
+def accepts(lark: str, text: str, limits: llguidance.LLParserLimits | None = None) -> tuple[bool, str]:
     """Whether ``lark`` admits all of ``text`` (and may end there); the reason when not."""
-    matcher = matcher_of(lark)
+    matcher = matcher_of(lark, limits)
     if matcher.is_error():
         return False, matcher.get_error()
     data = text.encode()

@@ -42,7 +42,7 @@ def test_prints_the_structural_tag(tools_file: str, capsys: pytest.CaptureFixtur
     assert main(["grammar", "-t", "qwen3", "--tools", tools_file, "--tool-choice", "required", "--special-token",
                  "<tool_call>", "--format", "structural-tag"]) == 0
     tag = json.loads(capsys.readouterr().out)
-    assert tag["type"] == "structural_tag" and '"token": "<tool_call>"' in json.dumps(tag)
+    assert tag["type"] == "structural_tag" and '{"type": "const_string", "value": "<tool_call>"}' in json.dumps(tag)
     assert main(["grammar", "-t", "qwen3", "--tools", tools_file, "--format", "structural-tag", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["format"] == "structural-tag" and out["grammar"]["format"]["type"] == "grammar"

@@ -30,19 +30,30 @@ from chatparse.template.compile import load_template
 from chatparse.templates import get_template
 from tests.grammar.gbnf_lark import gbnf_to_lark
 from tests.grammar.test_builtins import (
+    NO_FREE_FORM_OBJECTS,
     STRESS_TOOLS,
     _check_message,
+    _free_form_objects_declared,
     _grammar_families,
     _prefix,
     _rendered,
     _turns,
 )
+from tests.grammar.test_gbnf import GBNF_WALKS, NO_GBNF
 from tests.grammar.token_walk import XGrammarMatcher, walk_tokens
 from tests.grammar.walk import accepts, walk
 from tests.tokens import template_markers
 
 WEATHER = [{"type": "function", "function": {"name": "get_weather", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+
+
+def _requests(family: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The tools and tool choices to check a family with: a structural tag is written by ``to_ebnf``, so the
+    requests that have no GBNF form (``NO_GBNF``: a regex with ``\\w``) have no tag either."""
+    options = GBNF_WALKS.get(family, {})
+    choices = [choice for choice, _ in options.get("choices", [])] or ["auto", "required", "plan_trip"]
+    return options.get("tools", STRESS_TOOLS), list(dict.fromkeys(choices))
 
 
 def _specials(family: str) -> list[str]:
@@ -218,9 +229,10 @@ def test_the_structural_tag_says_what_the_lark_grammar_says(family: str) -> None
     prefix = _prefix(family)
     specials = _specials(family)
     rng = random.Random(family)
-    for choice in ("auto", "required", "plan_trip"):
-        grammar = tool_grammar(template, STRESS_TOOLS, tool_choice=choice, prefix=prefix, special_tokens=specials)
-        plain = tool_grammar(template, STRESS_TOOLS, tool_choice=choice, prefix=prefix)
+    tools, choices = _requests(family)
+    for choice in choices:
+        grammar = tool_grammar(template, tools, tool_choice=choice, prefix=prefix, special_tokens=specials)
+        plain = tool_grammar(template, tools, tool_choice=choice, prefix=prefix)
         assert _depth(grammar.structural_tag) <= 80
         flat = _flat_lark(grammar.structural_tag)
         whole = _reference_lark(plain.grammar)
@@ -236,8 +248,16 @@ def test_the_structural_tag_says_what_the_lark_grammar_says(family: str) -> None
                 ok, why = accepts(whole, text, LIMITS)
                 assert ok or any(accepts(whole, text + tok, LIMITS)[0] for tok in specials), \
                     f"{family} {choice}: the whole grammar rejects the tag's walk {text!r}: {why}"
-                message = chatparse.parse_response(text, template, prefix=prefix, tools=STRESS_TOOLS)
+                message = chatparse.parse_response(text, template, prefix=prefix, tools=tools)
                 _check_message(message, choice, True)
+
+
+@pytest.mark.parametrize("family", sorted(NO_GBNF))
+def test_families_without_a_structural_tag_say_why(family: str) -> None:
+    grammar = tool_grammar(family, STRESS_TOOLS, tool_choice="auto", special_tokens=_specials(family))
+    with pytest.raises(GrammarError) as info:
+        _ = grammar.structural_tag
+    assert info.value.code == NO_GBNF[family]
 
 
 # --- xgrammar itself (the vLLM venv) ------------------------------------------------------------------
@@ -259,7 +279,7 @@ def _xgrammar_tokenizer(family: str) -> tuple[Any, list[int]]:
     return tokenizer, stops
 
 
-@pytest.mark.parametrize("family", [f for f in _grammar_families() if _turns(f)])
+@pytest.mark.parametrize("family", [f for f in _grammar_families() if _turns(f) and f not in NO_GBNF])
 def test_xgrammar_accepts_what_the_chat_template_renders(family: str) -> None:
     """Both forms (markers as text, and as ``token`` formats by id), each compiled without a cache (see the
     module notes of ``structural_tag``), accept the rendered turns token by token."""
@@ -269,6 +289,8 @@ def test_xgrammar_accepts_what_the_chat_template_renders(family: str) -> None:
     info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=len(tokenizer), stop_token_ids=stops)
     compiler = xgr.GrammarCompiler(info, cache_enabled=False)
     tools = _rendered(family)["tools_schema"]  # type: ignore[index]
+    if family in NO_FREE_FORM_OBJECTS:
+        tools = _free_form_objects_declared(family, tools)
     for prompt, text in _turns(family):
         choices = ["auto"]
         message = chatparse.parse_response(text, template, prefix=prompt, tools=tools)
@@ -318,9 +340,9 @@ def test_what_xgrammar_lets_the_model_write_parses_back(family: str) -> None:
     tokenizer, stops = _xgrammar_tokenizer(family)
     stop_texts = [tokenizer.convert_ids_to_tokens(i) for i in stops]
     finished = 0
-    for choice in ("required", "plan_trip", "auto"):
-        grammar = tool_grammar(template, STRESS_TOOLS, tool_choice=choice, prefix=prefix,
-                               special_tokens=_specials(family))
+    tools, choices = _requests(family)
+    for choice in choices:
+        grammar = tool_grammar(template, tools, tool_choice=choice, prefix=prefix, special_tokens=_specials(family))
         tag = json.dumps(grammar.structural_tag)
         markers = sorted(grammar.grammar.literals())
         for seed in range(3):
@@ -329,9 +351,9 @@ def test_what_xgrammar_lets_the_model_write_parses_back(family: str) -> None:
                 continue
             finished += 1
             text = tokenizer.decode(ids, skip_special_tokens=False)
-            message = chatparse.parse_response(text, template, prefix=prefix, tools=STRESS_TOOLS)
+            message = chatparse.parse_response(text, template, prefix=prefix, tools=tools)
             try:
                 _check_message(message, choice, True)
             except (AssertionError, jsonschema.ValidationError) as exc:
                 raise AssertionError(f"{family} {choice}: {text!r}\n-> {message}\n{exc}") from exc
-    assert finished >= 5, f"only {finished} of 9 walks finished"
+    assert finished >= 2 * len(choices) - 1, f"only {finished} of {3 * len(choices)} walks finished"

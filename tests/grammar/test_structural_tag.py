@@ -73,16 +73,16 @@ def _formats(fmt: dict[str, Any]) -> Iterator[dict[str, Any]]:
 # --- the tree's shape ---------------------------------------------------------------------------------
 
 
-def test_markers_that_are_tokens_are_split_out_as_text() -> None:
-    specials = ["<tool_call>", "</tool_call>", "<|im_end|>", "<think>", "</think>"]
+def test_markers_are_text_and_the_turns_end_is_split_out() -> None:
+    specials = ["<tool_call>", "</tool_call>", "<|im_end|>", "<|endoftext|>", "<think>", "</think>"]
     grammar = tool_grammar("qwen3", WEATHER, tool_choice="required", special_tokens=specials)
     tag = grammar.structural_tag
     assert tag["type"] == "structural_tag" and tag == json.loads(json.dumps(tag))
     formats = list(_formats(tag["format"]))
     assert not [f for f in formats if f["type"] == "token"]  # xgrammar 0.2.8's cache mixes token formats up
-    assert {f["value"] for f in formats if f["type"] == "const_string"} >= set(specials)
-    for f in formats:  # each marker is a literal of its own, never inside a grammar
-        assert not any(tok in f.get("grammar", "") for tok in specials), f
+    ends = [f["content"]["value"] for f in formats if f["type"] == "optional" and f["content"]["type"] == "const_string"]
+    assert sorted(ends) == ["<|endoftext|>", "<|im_end|>"]  # the turn's last token, optional
+    assert any('"<tool_call>' in f.get("grammar", "") for f in formats)  # other markers: text in the grammar
 
 
 def test_markers_as_token_formats() -> None:
@@ -130,8 +130,8 @@ def test_the_token_that_ends_the_turn_is_optional() -> None:
         assert [f for f in formats if f["type"] == "optional" and _marker(f["content"]) == "<|call|>"]
         assert not [f for f in formats if _marker(f) == "<|call|>"  # only as the optional's content
                     and not any(o.get("content") is f for o in formats)]
-        # <|end|> ends the analysis message: followed by more, so it stays required
-        assert [f for f in formats if f["type"] == "sequence" and any(_marker(e) == "<|end|>" for e in f["elements"])]
+    # <|end|> ends the analysis message: followed by more, so it stays required
+    assert [f for f in formats if f["type"] == "sequence" and any(_marker(e) == "<|end|>" for e in f["elements"])]
 
 
 def _marker(fmt: dict[str, Any]) -> Any:

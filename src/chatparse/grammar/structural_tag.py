@@ -1,7 +1,9 @@
 """The grammar as an xgrammar structural tag (``{"type": "structural_tag", "format": ...}``), the form vLLM's
-default structured-output backend and SGLang accept: the parts between special tokens as ``grammar`` formats
-(xgrammar's EBNF, from ``to_ebnf``), the special tokens as ``const_string`` (or, with ``tokens=True``, as
-``token`` formats), joined by ``sequence``/``or``/``optional``/``star``/``plus``.
+default structured-output backend and SGLang accept: ``grammar`` formats (xgrammar's EBNF, from ``to_ebnf``)
+and special tokens as ``const_string`` (or, with ``tokens=True``, as ``token`` formats), joined by
+``sequence``/``or``/``optional``/``star``/``plus``. With markers as text, one grammar holds everything but
+the ways the turn ends, whose final special token is optional (below); with ``token`` formats, every special
+token is split out.
 
 What xgrammar 0.2.8 does, checked with ``GrammarCompiler(TokenizerInfo.from_huggingface(tokenizer))
 .compile_structural_tag`` (vLLM's xgrammar backend; 0.33 compiles structural tags with a full-vocabulary
@@ -65,7 +67,7 @@ class _Writer:
         self.grammar = grammar
         self.special = sorted(special, key=len, reverse=True)
         self.tokens = tokens
-        self._tokens: dict[int, tuple[Node, bool]] = {}  # by id: nodes are shared, their hashes are deep
+        self._has: dict[int, tuple[Node, bool]] = {}  # by id: nodes are shared, their hashes are deep
         self._rules: dict[str, bool] = {}
         self._formats: dict[tuple[int, bool], tuple[Node, Format]] = {}
         self._open: list[str] = []  # rules being inlined (a cycle through a token cannot be inlined)
@@ -75,7 +77,7 @@ class _Writer:
 
     def has_token(self, node: Node) -> bool:
         """Whether ``node`` writes a special token as a token (then it is split out of the grammar)."""
-        hit = self._tokens.get(id(node))
+        hit = self._has.get(id(node))
         if hit is not None and hit[0] is node:
             return hit[1]
         if isinstance(node, Lit):
@@ -93,7 +95,7 @@ class _Writer:
             found = self._rules[node.name]
         else:
             found = False
-        self._tokens[id(node)] = (node, found)
+        self._has[id(node)] = (node, found)
         return found
 
     def format(self, node: Node, tail: bool) -> Format:
@@ -102,9 +104,15 @@ class _Writer:
         hit = self._formats.get(key)
         if hit is not None and hit[0] is node:
             return hit[1]
-        result = self._format(node, tail) if self.has_token(node) else self.text(node)
+        result = self._format(node, tail) if self.split(node, tail) else self.text(node)
         self._formats[key] = (node, result)
         return result
+
+    def split(self, node: Node, tail: bool) -> bool:
+        """Whether ``node`` is written as formats around its special tokens rather than as one grammar: with
+        ``token`` formats, wherever it holds one; with markers as text, only where the turn ends (the
+        ending's special token becomes optional)."""
+        return (self.tokens or tail) and self.has_token(node)
 
     def text(self, node: Node) -> Format:
         if isinstance(node, Lit):
@@ -163,17 +171,18 @@ class _Writer:
         return _sequence(parts)
 
     def sequence(self, items: tuple[Node, ...], tail: bool) -> Format:
-        """Runs of items with no special token become one grammar; the last item inherits ``tail``."""
+        """Runs of items that need no split become one grammar; the last item inherits ``tail``."""
         out: list[Format] = []
         run: list[Node] = []
         for index, item in enumerate(items):
-            if not self.has_token(item):
+            last = tail and index == len(items) - 1
+            if not self.split(item, last):
                 run.append(item)
                 continue
             if run:
                 out.append(self.text(run[0] if len(run) == 1 else Seq(tuple(run))))
                 run = []
-            out.append(self.format(item, tail and index == len(items) - 1))
+            out.append(self.format(item, last))
         if run:
             out.append(self.text(run[0] if len(run) == 1 else Seq(tuple(run))))
         return _sequence(out)

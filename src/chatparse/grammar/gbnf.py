@@ -9,10 +9,23 @@ has no token syntax (a special token in a literal raises ``GrammarError``, the s
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Literal
 
-from chatparse.grammar.ir import Alt, Grammar, Lit, Node, Ref, Rep, Rx, Seq, Text, Until, rx_escape
+from chatparse.grammar.ir import (
+    Alt,
+    Grammar,
+    Lit,
+    Node,
+    Ref,
+    Rep,
+    Rx,
+    Seq,
+    Text,
+    Until,
+    rx_escape,
+    token_reference,
+)
 from chatparse.grammar.jsonschema import GrammarError
 from chatparse.grammar.regular import (
     DFA,
@@ -69,6 +82,7 @@ class _Writer:
         self.grammar = grammar
         self.dialect = dialect
         self.special = sorted(special, key=len, reverse=True)
+        self.ids: Mapping[str, int] = special if isinstance(special, Mapping) else {}
         self.names: dict[str, str] = {}  # IR rule name -> EBNF name
         self.used = {"root"}
         self.pending: list[str] = []  # IR rules referenced, to write
@@ -128,11 +142,12 @@ class _Writer:
             raise GrammarError(f"the special token {tok!r} has no spelling in xgrammar's EBNF; expected a "
                                "token-free part (the structural tag writes tokens itself)", code="special_token",
                                field=tok)
-        if not (tok.startswith("<") and tok.endswith(">") and len(tok) > 2 and ">" not in tok[1:-1]):
+        written = token_reference(tok, self.ids)
+        if written is None:
             raise GrammarError(f"the special token {tok!r} is no <...> text, which GBNF names only by its id "
-                               "(<[id]>); expected special tokens written <like-this>", code="special_token",
-                               field=tok)
-        return tok
+                               "(<[id]>); expected special_tokens as a mapping of each token to its id in the "
+                               "tokenizer", code="special_token", field=tok)
+        return written
 
     def regex(self, pattern: str) -> str:
         hit = self._regex.get(pattern)

@@ -192,11 +192,12 @@ def added_vocab(tokenizer: Any) -> dict[str, int]:
         return {}
 
 
-def special_tokens(tokenizer: Any, template: CompiledTemplate) -> list[str]:
-    """The tokenizer's added tokens that the template's markers use (llguidance counts every added token
-    as special: the grammar must name them as tokens, not spell their bytes)."""
+def special_tokens(tokenizer: Any, template: CompiledTemplate) -> dict[str, int]:
+    """The tokenizer's added tokens that the template's markers use, with their ids (llguidance counts every
+    added token as special: the grammar must name them as tokens, not spell their bytes; one not spelled
+    ``<...>``, such as MiniMax's ``[e~[``, only by its id)."""
     source = json.dumps(template.to_dict(), ensure_ascii=False)
-    return sorted(token for token in added_vocab(tokenizer) if token and token in source)
+    return {token: at for token, at in sorted(added_vocab(tokenizer).items()) if token and token in source}
 
 
 # --- the unified parser -----------------------------------------------------------------------------

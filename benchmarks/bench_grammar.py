@@ -22,9 +22,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from chatparse.grammar import GrammarError, tool_grammar
+from chatparse.grammar import GrammarError, regular, tool_grammar
 from chatparse.grammar import api as grammar_api
-from chatparse.grammar import regular
 from chatparse.templates import get_template, list_templates
 
 TARGET_MS = 5.0

@@ -36,9 +36,12 @@ from sglang.srt.parser.response_template import configure_response_template_requ
 from sglang.srt.runtime_context import publish, reset_context
 from sglang.srt.server_args import ServerArgs
 
-from chatparse.integrations.serving import CALLS_ENV, TEMPLATE_ENV
+import chatparse
+from chatparse.grammar import tool_grammar
+from chatparse.integrations.serving import CALLS_ENV, TEMPLATE_ENV, template_special_tokens
 from chatparse.integrations.sglang import ENTRY_POINT, ENTRY_POINT_GROUP, NAME, register
 from chatparse.integrations.sglang_detectors import ChatparseReasoningDetector, ChatparseToolDetector
+from chatparse.templates import get_template
 from tests import tokens
 from tests.integrations.serving_cases import (
     CASE_IDS,
@@ -115,7 +118,7 @@ def make_request(serving: OpenAIServingChat, case: dict[str, Any], *, stream: bo
     if tools:
         parser = FunctionCallParser(request.tools, NAME, tokenizer=serving.tokenizer_manager.tokenizer)
         constraint = parser.get_structure_constraint(request.tool_choice, request.parallel_tool_calls)
-        assert constraint is None, "chatparse adds no grammar"
+        assert constraint is None, "plain auto stays free text"
     assert serving._requires_response_template_detokenization(request)
     configure_response_template_request(request)
     adapted = types.SimpleNamespace(text=case["prefix"], input_ids=None, sampling_params={})
@@ -317,19 +320,189 @@ def test_no_template_is_an_error_naming_the_fix(monkeypatch: pytest.MonkeyPatch)
         ReasoningParser(NAME, tokenizer=anonymous)
 
 
-@pytest.mark.parametrize(("tool_choice", "strict", "parallel"), [
-    ("required", False, True), ({"type": "function", "function": {"name": "get_weather"}}, False, True),
-    ("auto", True, True), ("auto", False, False)])
-def test_guarantees_it_cannot_enforce_are_rejected(tool_choice: Any, strict: bool, parallel: bool,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(TEMPLATE_ENV, "qwen3")
-    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"},
-                                               "strict": strict}}]
+WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+NAMED = {"type": "function", "function": {"name": "get_weather"}}
+
+
+def _constraint(family: str, tools: list[dict[str, Any]], tool_choice: Any, parallel: bool = True) -> Any:
+    """What SGLang's chat serving asks the tool-call parser for (``_process_messages``): the request's tools
+    through ``FunctionCallParser.get_structure_constraint``, with thinking_mode as it passes it (False when a
+    reasoning parser runs)."""
     request = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}], tools=tools,
                                     tool_choice=tool_choice, parallel_tool_calls=parallel)
-    parser = FunctionCallParser(request.tools, NAME, tokenizer=family_tokenizer("qwen3"))
-    with pytest.raises(ValueError, match="tool_choice='auto' with non-strict tools"):
-        parser.get_structure_constraint(request.tool_choice, parallel_tool_calls=parallel)
+    parser = FunctionCallParser(request.tools, NAME, tokenizer=family_tokenizer(family))
+    return parser.get_structure_constraint(request.tool_choice, parallel_tool_calls=parallel, thinking_mode=False)
+
+
+@pytest.mark.parametrize(("tool_choice", "strict", "parallel"), [
+    ("required", False, True), ("required", False, False), (NAMED, False, True), ("auto", True, True),
+    ("auto", False, False)], ids=["required", "required, one call", "named", "strict auto", "auto, one call"])
+def test_guarantees_are_the_templates_grammar_as_a_structural_tag(tool_choice: Any, strict: bool, parallel: bool,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from xgrammar import StructuralTag
+
+    monkeypatch.setenv(TEMPLATE_ENV, "qwen3")
+    tool = {"type": "function", "function": {**WEATHER["function"], "strict": strict}}
+    kind, tag = _constraint("qwen3", [tool], tool_choice, parallel)
+    assert kind == "structural_tag" and isinstance(tag, StructuralTag)
+    # the grammar after reasoning (the reasoning parser runs; SGLang defers the grammar to its end), with the
+    # tokenizer's added tokens that the template uses as token elements
+    want = tool_grammar("qwen3", [tool], tool_choice=tool_choice, parallel_tool_calls=parallel, reasoning=False,
+                        special_tokens=template_special_tokens(family_tokenizer("qwen3"), template_for_name("qwen3")))
+    assert tag.model_dump(by_alias=True) == StructuralTag.model_validate(want.structural_tag).model_dump(by_alias=True)
+    assert '"<tool_call>"' in json.dumps(tag.model_dump(by_alias=True))
+
+
+def test_plain_auto_and_none_stay_unconstrained(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(TEMPLATE_ENV, "qwen3")
+    assert _constraint("qwen3", [WEATHER], "auto") is None
+    assert _constraint("qwen3", [WEATHER], "none") is None
+
+
+def test_sglang_tool_strict_level_constrains_auto(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(TEMPLATE_ENV, "qwen3")
+    monkeypatch.setenv("SGLANG_TOOL_STRICT_LEVEL", "1")  # ToolStrictLevel.FUNCTION
+    constraint = _constraint("qwen3", [WEATHER], "auto")
+    assert constraint is not None and constraint[0] == "structural_tag"
+
+
+def test_the_detector_claims_the_tool_format_only_with_a_grammar(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``supports_structural_tag`` is what makes SGLang read required and named calls with this detector
+    rather than as a JSON array (``FunctionCallParser.owns_tool_format``)."""
+    monkeypatch.setenv(TEMPLATE_ENV, "qwen3")
+    assert FunctionCallParser([], NAME, tokenizer=family_tokenizer("qwen3")).owns_tool_format()
+    monkeypatch.setenv(TEMPLATE_ENV, NO_GRAMMAR_FAMILY)
+    assert not FunctionCallParser([], NAME, tokenizer=family_tokenizer(NO_GRAMMAR_FAMILY)).owns_tool_format()
+
+
+NO_GRAMMAR_FAMILY = "minimax_m3"  # a built-in with no grammar (tests/grammar/test_builtins.py NO_GRAMMAR)
+
+
+@pytest.mark.parametrize(("tool_choice", "strict", "parallel"), [
+    ("required", False, True), (NAMED, False, True), ("auto", True, True), ("auto", False, False)])
+def test_a_template_without_a_grammar_refuses_guarantees(tool_choice: Any, strict: bool, parallel: bool,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(TEMPLATE_ENV, NO_GRAMMAR_FAMILY)
+    tool = {"type": "function", "function": {**WEATHER["function"], "strict": strict}}
+    with pytest.raises(ValueError, match=r"cannot guarantee .*no_write_form.*tool_choice='auto' with non-strict"):
+        _constraint(NO_GRAMMAR_FAMILY, [tool], tool_choice, parallel)
+
+
+def test_a_schema_the_grammar_cannot_hold_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(TEMPLATE_ENV, "qwen3")
+    tool = {"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"n": {"type": "integer", "minimum": 3}}}}}
+    with pytest.raises(ValueError, match=r"cannot guarantee tool_choice='required'.*minimum"):
+        _constraint("qwen3", [tool], "required")
+
+
+def test_another_grammar_backend_is_refused_naming_xgrammar(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(TEMPLATE_ENV, "qwen3")
+    try:
+        _publish(tool_call_parser=NAME, reasoning_parser=NAME, grammar_backend="llguidance")
+        with pytest.raises(ValueError, match=r"--grammar-backend llguidance.*--grammar-backend xgrammar"):
+            _constraint("qwen3", [WEATHER], "required")
+    finally:
+        _publish(tool_call_parser=NAME, reasoning_parser=NAME)
+
+
+RENDERED = Path(__file__).parents[1] / "templates" / "rendered"
+# The stop tokens of each family's real model (its generation_config's eos_token_id), which SGLang hands
+# xgrammar as the stop tokens: the grammar must let each of them end the turn.
+STOP_TOKENS = {"qwen3": ["<|im_end|>", "<|endoftext|>"], "qwen3_coder": ["<|im_end|>", "<|endoftext|>"],
+               "gpt_oss": ["<|return|>", "<|call|>", "<|endoftext|>"]}
+
+
+def rendered_calls(family: str) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    """The tools and each assistant turn with calls (and no content) that the family's real chat template
+    renders (tests/templates/rendered), cut at the template's end of turn, with its prompt."""
+    data = json.loads((RENDERED / f"{family}.json").read_text(encoding="utf-8"))
+    template = template_for_name(family)
+    ends = get_template(family).get("chatparse", {}).get("end", [])
+    turns = []
+    for name, rendering in data["renderings"].items():
+        if not name.startswith("assistant_") or not rendering.get("prompt_is_prefix"):
+            continue
+        text = rendering["assistant_text"]
+        found = [(text.find(e) + len(e), e) for e in ends if e in text]
+        text = text[: min(found)[0]] if found else text
+        prompt = data["renderings"][rendering["prompt_rendering"]]["text"]
+        message = chatparse.parse_response(text, template, prefix=prompt, tools=data["tools_schema"])
+        if message.get("tool_calls") and not message.get("content"):
+            turns.append((prompt, text))
+    return data["tools_schema"], turns
+
+
+def sglang_grammar(family: str, constraint: Any, *, reasoning: bool) -> Any:
+    """The grammar object SGLang's scheduler makes for a request's constraint: the sampling parameter as the
+    protocol writes it, compiled by SGLang's xgrammar backend behind its reasoner wrapper (``--reasoning-parser
+    chatparse``: the grammar starts where the reasoning ends when the request reasons)."""
+    from sglang.srt.constrained.reasoner_grammar_backend import ReasonerGrammarBackend
+    from sglang.srt.constrained.xgrammar_backend import XGrammarGrammarBackend
+    from sglang.utils import convert_json_schema_to_str
+
+    kind, tag = constraint
+    key = convert_json_schema_to_str(tag.model_dump(by_alias=True))
+    tokenizer = family_tokenizer(family)
+    stops = [tokenizer.convert_tokens_to_ids(t) for t in STOP_TOKENS[family] if t in tokenizer.get_vocab()]
+    backend = XGrammarGrammarBackend(tokenizer, vocab_size=len(tokenizer), model_eos_token_ids=stops)
+    parser = ReasoningParser(NAME, tokenizer=tokenizer)
+    if not parser.detector.get_think_end_token_ids(tokenizer):  # SGLang then runs no reasoner wrapper
+        grammar = backend.dispatch_structural_tag(key)
+        assert type(grammar).__name__ == "XGrammarGrammar", getattr(grammar, "error_message", grammar)
+        return grammar
+    grammar = ReasonerGrammarBackend(backend, parser, tokenizer)._init_value_dispatch((kind, key), reasoning)
+    assert type(grammar).__name__ == "ReasonerGrammarObject", getattr(grammar, "error_message", grammar)
+    return grammar
+
+
+@pytest.mark.parametrize("family", sorted(STOP_TOKENS))
+def test_the_tag_compiles_in_sglangs_xgrammar_backend_and_admits_real_renders(
+        family: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each call turn the family's real chat template renders goes token by token through the grammar
+    SGLang builds for ``required`` (and for the turn's one tool, named), and the turn may end there."""
+    monkeypatch.setenv(TEMPLATE_ENV, family)
+    tokenizer = family_tokenizer(family)
+    tools, turns = rendered_calls(family)
+    assert turns, "the rendered corpus has call turns for this family"
+    think_end = ReasoningParser(NAME, tokenizer=tokenizer).detector.think_end_token
+    for prompt, text in turns:
+        calls = chatparse.parse_response(text, template_for_name(family), prefix=prompt, tools=tools).get("tool_calls") or []
+        names = {call["function"]["name"] for call in calls}
+        choices: list[Any] = ["required"]
+        if len(names) == 1 and len(calls) == 1:
+            choices.append({"type": "function", "function": {"name": names.pop()}})
+        for choice in choices:
+            grammar = sglang_grammar(family, _constraint(family, tools, choice),
+                                     reasoning=bool(think_end) and think_end in text)
+            for token in encode(tokenizer, text):
+                grammar.accept_token(token)  # raises ValueError naming the token the grammar refused
+            if not grammar.is_terminated():  # the turn ends at a stop token; the text ends before one
+                grammar.accept_token(tokenizer.convert_tokens_to_ids(STOP_TOKENS[family][0]))
+            assert grammar.is_terminated(), (choice, text)
+
+
+def test_the_grammar_refuses_a_call_the_choice_excludes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A named choice admits that tool's call only, and ``required`` no plain answer, through SGLang's
+    compiled grammar (tags compiled one after another share its compiler cache)."""
+    monkeypatch.setenv(TEMPLATE_ENV, "qwen3")
+    tokenizer = family_tokenizer("qwen3")
+    other = {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object"}}}
+    call = '<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>'
+    sglang_grammar("qwen3", _constraint("qwen3", [WEATHER, other], "required"), reasoning=False)
+    named = sglang_grammar("qwen3", _constraint("qwen3", [WEATHER, other], NAMED), reasoning=False)
+    with pytest.raises(ValueError, match="Tokens not accepted"):
+        for token in encode(tokenizer, call):
+            named.accept_token(token)
+    required = sglang_grammar("qwen3", _constraint("qwen3", [WEATHER, other], "required"), reasoning=False)
+    with pytest.raises(ValueError, match="Tokens not accepted"):
+        for token in encode(tokenizer, "Sunny.<|im_end|>"):
+            required.accept_token(token)
+
+
+def template_for_name(name: str) -> Any:
+    return chatparse.load_template(get_template(name))
 
 
 def test_a_cut_call_is_left_out_with_a_line_in_the_log(monkeypatch: pytest.MonkeyPatch,

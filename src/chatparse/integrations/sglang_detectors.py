@@ -91,6 +91,22 @@ def _server_option(flag: str) -> Any:
     return getattr(serving, flag.removeprefix("--").replace("-", "_"), None)
 
 
+def _grammar_waits_for_reasoning(template: CompiledTemplate) -> bool:
+    """Whether SGLang starts a request's grammar where its reasoning ends (its reasoner grammar backend): when
+    a reasoning parser runs and its ``think_end_token`` is text. Otherwise the grammar covers the reasoning."""
+    return _server_option("--reasoning-parser") is not None and bool(_think_end(template))
+
+
+def _grammar_backend() -> str | None:
+    """The server's ``--grammar-backend`` (None: not published, or SGLang's default, xgrammar)."""
+    try:
+        from sglang.srt.runtime_context import get_exec
+
+        return getattr(get_exec().kernel, "grammar_backend", None)
+    except (ImportError, ValueError, AttributeError):
+        return None
+
+
 def _partner_check(other_flag: str) -> None:
     """Both parsers read the raw text with one template; with another parser on the other side the text would
     be split twice. Raises at startup (SGLang builds both parsers while it starts) naming the fix."""
@@ -115,6 +131,17 @@ def _first_literal(delimiter: Delimiter | None, avoid: tuple[str, ...] = ()) -> 
     return next((text for text in literals if text not in avoid), literals[0] if literals else "")
 
 
+def _think_end(template: CompiledTemplate) -> str:
+    """The reasoning detector's ``think_end_token``: the literal that closes the reasoning ("" when none
+    does; SGLang then starts a grammar at the first token, not where the reasoning ends)."""
+    field = reasoning_field(template)
+    if not field:
+        return ""
+    tool_field = template.fields.get(TOOLS_FIELD)
+    tool_closers = _first_literal(tool_field.close) if tool_field is not None else ""
+    return _first_literal(template.fields[field].close, (tool_closers,))
+
+
 # --- reasoning ---------------------------------------------------------------------------------------------
 
 
@@ -133,10 +160,8 @@ class ChatparseReasoningDetector(ResponseTemplateReasoningDetector):  # type: ig
         self._prefix = prefix
         self._tools = tool_dicts(tools)
         field = reasoning_field(self.template)
-        tool_field = self.template.fields.get(TOOLS_FIELD)
-        tool_closers = _first_literal(tool_field.close) if tool_field is not None else ""
         self.think_start_token = _first_literal(self.template.fields[field].open) if field else ""
-        self.think_end_token = _first_literal(self.template.fields[field].close, (tool_closers,)) if field else ""
+        self.think_end_token = _think_end(self.template)
         self.think_start_self_label = ""
         self.think_excluded_tokens = None
         self.message_start_think_openers: list[str] = []
@@ -277,8 +302,7 @@ class ChatparseToolDetector(ResponseTemplateToolDetector):  # type: ignore[misc]
         if message_start:
             return None
         return self._structural_tag(tools, tool_choice, parallel_tool_calls, thinking_mode,
-                                    guarantee=_describe(tool_choice, parallel_tool_calls, strict=False) or "auto",
-                                    parameter="tool_choice")
+                                    guarantee=_describe(tool_choice, parallel_tool_calls, strict=False) or "auto")
 
     def validate_structure_constraint_request(self, tool_choice: Any, parallel_tool_calls: bool,
                                               strict_requested: bool, *, tools: Any = None,
@@ -291,30 +315,27 @@ class ChatparseToolDetector(ResponseTemplateToolDetector):  # type: ignore[misc]
         guarantee = _describe(tool_choice, parallel_tool_calls, strict_requested)
         if guarantee is None:
             return None
-        return self._structural_tag(tools, tool_choice, parallel_tool_calls, thinking_mode, guarantee=guarantee,
-                                    parameter="tools" if guarantee == "strict tools" else "tool_choice")
+        return self._structural_tag(tools, tool_choice, parallel_tool_calls, thinking_mode, guarantee=guarantee)
 
     def _structural_tag(self, tools: Any, tool_choice: Any, parallel_tool_calls: bool, thinking_mode: bool, *,
-                        guarantee: str, parameter: str) -> Any:
-        backend = _server_option("--grammar-backend")
+                        guarantee: str) -> Any:
+        backend = _grammar_backend()
         if backend not in (None, GRAMMAR_BACKEND):
             raise ValueError(f"the {NAME} tool-call parser enforces {guarantee} with an xgrammar structural tag, "
-                             f"but this server runs --grammar-backend {backend} (found in {parameter}). Start "
-                             f"SGLang with --grammar-backend {GRAMMAR_BACKEND} (its default), or use "
-                             "tool_choice='auto' with non-strict tools.")
+                             f"but this server runs --grammar-backend {backend}. Start SGLang with "
+                             f"--grammar-backend {GRAMMAR_BACKEND} (its default), or use tool_choice='auto' with "
+                             "non-strict tools.")
         choice = tool_choice.model_dump() if hasattr(tool_choice, "model_dump") else tool_choice
         try:
             grammar = tool_grammar(
                 self.template, tool_dicts(tools) or self._tools or [], tool_choice=choice or "auto",
                 parallel_tool_calls=parallel_tool_calls is not False,
                 special_tokens=template_special_tokens(self._tokenizer, self.template),
-                # SGLang defers a grammar until the reasoning ends when a reasoning parser runs; thinking_mode
-                # asks for one that covers the reasoning itself.
-                reasoning=thinking_mode or _server_option("--reasoning-parser") is None)
+                reasoning=thinking_mode or not _grammar_waits_for_reasoning(self.template))
             tag = grammar.structural_tag
         except ChatparseError as exc:
-            raise ValueError(f"the {NAME} tool-call parser cannot guarantee {guarantee} for this model's "
-                             f"template (found in {parameter}): {exc}. Use tool_choice='auto' with non-strict "
+            raise ValueError(f"the {NAME} tool-call parser cannot guarantee {guarantee} with this model's template "
+                             f"and these tools ({exc.code}): {exc}. Use tool_choice='auto' with non-strict "
                              "tools.") from exc
         from xgrammar import StructuralTag
 

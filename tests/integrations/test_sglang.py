@@ -35,6 +35,7 @@ from sglang.srt.parser.reasoning_parser import ReasoningParser
 from sglang.srt.parser.response_template import configure_response_template_request, tool_close_token_ids
 from sglang.srt.runtime_context import publish, reset_context
 from sglang.srt.server_args import ServerArgs
+from xgrammar import StructuralTag
 
 import chatparse
 from chatparse.grammar import tool_grammar
@@ -340,8 +341,6 @@ def _constraint(family: str, tools: list[dict[str, Any]], tool_choice: Any, para
     ("auto", False, False)], ids=["required", "required, one call", "named", "strict auto", "auto, one call"])
 def test_guarantees_are_the_templates_grammar_as_a_structural_tag(tool_choice: Any, strict: bool, parallel: bool,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from xgrammar import StructuralTag
-
     monkeypatch.setenv(TEMPLATE_ENV, "qwen3")
     tool = {"type": "function", "function": {**WEATHER["function"], "strict": strict}}
     kind, tag = _constraint("qwen3", [tool], tool_choice, parallel)
@@ -499,6 +498,65 @@ def test_the_grammar_refuses_a_call_the_choice_excludes(monkeypatch: pytest.Monk
     with pytest.raises(ValueError, match="Tokens not accepted"):
         for token in encode(tokenizer, "Sunny.<|im_end|>"):
             required.accept_token(token)
+
+
+def constrained_request(serving: OpenAIServingChat, prefix: str, tools: list[dict[str, Any]], tool_choice: Any, *,
+                        stream: bool) -> tuple[ChatCompletionRequest, dict[str, Any], bool]:
+    """A request prepared by SGLang's own ``_process_messages`` (the prompt given as ids, so no chat template
+    renders it) and ``to_sampling_params``: the request, its sampling parameters and whether it reasons."""
+    tokenizer = serving.tokenizer_manager.tokenizer
+    request = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}], stream=stream,
+                                    tools=tools, tool_choice=tool_choice, input_ids=encode(tokenizer, prefix))
+    processed = serving._process_messages(request, False)
+    sampling = request.to_sampling_params(stop=processed.stop, model_generation_config={},
+                                          tool_call_constraint=processed.tool_call_constraint)
+    adapted = types.SimpleNamespace(text=None, input_ids=request.input_ids, sampling_params=sampling)
+    serving._set_response_parser_context(
+        request, adapted, tool_call_constraint=processed.tool_call_constraint,
+        tools=serving._effective_tools(request), template_tool_call_grammar=processed.template_tool_call_grammar,
+        message_start_tool_call_constraint=processed.message_start_tool_call_constraint)
+    assert request._response_parser_prefix == prefix
+    return request, sampling, processed.require_reasoning
+
+
+@pytest.mark.parametrize("tool_choice", ["required", NAMED], ids=["required", "named"])
+def test_a_constrained_request_through_sglangs_chat_serving(tool_choice: Any,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """``required`` and named requests as SGLang serves them: the sampling parameters carry the structural
+    tag, SGLang's xgrammar backend admits the model's own call and refuses a plain answer, and the call comes
+    back to the client (streamed and not) read by the chatparse detector, not as a forced JSON array."""
+    monkeypatch.setenv(TEMPLATE_ENV, "qwen3")
+    tokenizer = family_tokenizer("qwen3")
+    other = {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object"}}}
+    output = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Seoul"}}\n</tool_call>'
+    want = [{"name": "get_weather", "arguments": '{"city": "Seoul"}'}]
+    for stream in (False, True):
+        serving = serving_chat(tokenizer)
+        request, sampling, reasons = constrained_request(serving, QWEN_HEADER, [WEATHER, other], tool_choice,
+                                                         stream=stream)
+        assert "json_schema" not in sampling or not sampling["json_schema"]
+        constraint = ("structural_tag", StructuralTag.model_validate_json(sampling["structural_tag"]))
+        grammar = sglang_grammar("qwen3", constraint, reasoning=reasons)
+        for token in encode(tokenizer, output + "<|im_end|>"):
+            grammar.accept_token(token)
+        assert grammar.is_terminated()
+        refusing = sglang_grammar("qwen3", constraint, reasoning=reasons)
+        with pytest.raises(ValueError, match="Tokens not accepted"):
+            for token in encode(tokenizer, "Sunny."):
+                refusing.accept_token(token)
+        ids = encode(tokenizer, output)
+        if stream:
+            groups = tokens.groupings(ids, 7)["random 1-8 #0"]
+            serving.tokenizer_manager.steps = engine_steps(tokenizer, request, groups, "stop")  # type: ignore[attr-defined]
+            got = accumulate(asyncio.run(sse_chunks(serving, request)))
+        else:
+            final = engine_steps(tokenizer, request, [ids], "stop")[-1]
+            choice = serving._build_chat_response(request, [final], created=0).choices[0]
+            got = {"content": choice.message.content or "", "finish_reason": choice.finish_reason,
+                   "calls": [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
+                             for c in choice.message.tool_calls or ()]}
+        assert [{"name": c["name"], "arguments": c["arguments"]} for c in got["calls"]] == want, stream
+        assert not got["content"], stream
 
 
 def template_for_name(name: str) -> Any:

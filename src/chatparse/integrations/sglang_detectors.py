@@ -32,6 +32,7 @@ from sglang.srt.parser.response_template import (
 
 from chatparse.errors import ChatparseError
 from chatparse.grammar import tool_grammar
+from chatparse.grammar.build import region_texts
 from chatparse.integrations.serving import (
     PARSER_NAME as NAME,
 )
@@ -47,7 +48,7 @@ from chatparse.integrations.serving import (
     tool_dicts,
 )
 from chatparse.integrations.transformers import check_tokenizer
-from chatparse.openai import TOOLS_FIELD
+from chatparse.openai import CONTENT_FIELD, TOOLS_FIELD
 from chatparse.template.compile import CompiledTemplate, Delimiter
 
 logger = logging.getLogger("sglang.chatparse")
@@ -132,14 +133,23 @@ def _first_literal(delimiter: Delimiter | None, avoid: tuple[str, ...] = ()) -> 
 
 
 def _think_end(template: CompiledTemplate) -> str:
-    """The reasoning detector's ``think_end_token``: the literal that closes the reasoning ("" when none
-    does; SGLang then starts a grammar at the first token, not where the reasoning ends)."""
+    """The reasoning detector's ``think_end_token``: the literal that closes the reasoning, or, for a close
+    given as a regex (``</think>`` or a call that starts without it), the close the model writes. "" for a
+    template that lays its turn out as messages (gpt-oss's channels) and one with no reasoning: SGLang then
+    starts a grammar at the first token, not where the reasoning ends."""
     field = reasoning_field(template)
     if not field:
         return ""
     tool_field = template.fields.get(TOOLS_FIELD)
     tool_closers = _first_literal(tool_field.close) if tool_field is not None else ""
-    return _first_literal(template.fields[field].close, (tool_closers,))
+    literal = _first_literal(template.fields[field].close, (tool_closers,))
+    content = template.fields.get(CONTENT_FIELD)
+    if literal or (content is not None and (content.ext.write or {}).get("layout") is not None):
+        return literal
+    try:
+        return region_texts(template.fields[field])[1]
+    except ChatparseError:
+        return ""
 
 
 # --- reasoning ---------------------------------------------------------------------------------------------

@@ -35,9 +35,10 @@ def try_write(matcher: llguidance.LLMatcher, text: str) -> bool:
 
 
 def walk(lark: str, rng: random.Random, literals: Sequence[str], *, steps: int = 2000,
-         stop_weight: float = 0.15) -> str | None:
-    """One random output of ``lark`` (None when the walk did not finish within ``steps`` tokens)."""
-    matcher = llguidance.LLMatcher(TOKENIZER, lark)
+         stop_weight: float = 0.15, limits: llguidance.LLParserLimits | None = None) -> str | None:
+    """One random output of ``lark`` (None when the walk did not finish within ``steps`` tokens); ``limits``:
+    llguidance's parser limits (grammars of one rule per character need longer Earley rows)."""
+    matcher = llguidance.LLMatcher(TOKENIZER, lark, limits=limits)
     assert not matcher.is_error(), matcher.get_error()
     out = bytearray()
     pool = list(literals) + list(SPICE)
@@ -81,9 +82,9 @@ def walk(lark: str, rng: random.Random, literals: Sequence[str], *, steps: int =
         return None
 
 
-def accepts(lark: str, text: str) -> tuple[bool, str]:
+def accepts(lark: str, text: str, limits: llguidance.LLParserLimits | None = None) -> tuple[bool, str]:
     """Whether ``lark`` admits all of ``text`` (and may end there); the reason when not."""
-    matcher = llguidance.LLMatcher(TOKENIZER, lark)
+    matcher = llguidance.LLMatcher(TOKENIZER, lark, limits=limits)
     if matcher.is_error():
         return False, matcher.get_error()
     data = text.encode()

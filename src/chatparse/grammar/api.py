@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from collections import OrderedDict
@@ -14,6 +15,7 @@ from chatparse.grammar.build import CHOICES, Builder, region_texts
 from chatparse.grammar.ir import Grammar, seq
 from chatparse.grammar.jsonschema import GrammarError
 from chatparse.grammar.lark import to_lark
+from chatparse.grammar.structural_tag import to_structural_tag
 from chatparse.template.compile import CompiledTemplate, load_template
 from chatparse.tools.schema import Tool, as_tool
 
@@ -26,7 +28,7 @@ _LOCK = threading.Lock()
 class ToolGrammar:
     """The grammar of what a model may write after the prompt, up to and including the end of its turn.
 
-    ``lark`` is llguidance's Lark dialect. ``tool_choice`` is ``"auto"``, ``"required"``, ``"none"`` or
+    ``lark`` is llguidance's Lark dialect, ``structural_tag`` xgrammar's structural tag. ``tool_choice`` is ``"auto"``, ``"required"``, ``"none"`` or
     the name of the one tool to call; ``reasoning`` says how the grammar starts: ``"open"`` (the prompt
     opened the reasoning block: free text up to its close first), ``"optional"`` (the model may open one)
     or ``"none"``. ``unenforced`` lists schema keywords a lenient grammar left free.
@@ -40,6 +42,12 @@ class ToolGrammar:
     unenforced: tuple[str, ...] = ()
     special_tokens: tuple[str, ...] = ()
     grammar: Grammar = field(default_factory=Grammar, repr=False, compare=False)
+
+    @functools.cached_property
+    def structural_tag(self) -> dict[str, Any]:
+        """xgrammar's structural tag (``{"type": "structural_tag", "format": ...}``, JSON-ready): what vLLM's
+        ``structured_outputs.structural_tag`` and SGLang take; written on first use."""
+        return to_structural_tag(self.grammar, "turn", self.special_tokens)
 
 
 def _choice(tool_choice: Any, names: list[str]) -> tuple[str, str | None]:

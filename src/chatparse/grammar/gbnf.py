@@ -1,0 +1,251 @@
+"""The grammar as llama.cpp's GBNF (grammars/README.md in llama.cpp) or xgrammar's EBNF: the same rules as the
+Lark form, with every regex terminal written as rules of characters and every free-text node (``Until``,
+``Text``) as its minimal automaton, one rule per state (``regular``). The start rule is ``root``.
+
+Both dialects read the same text except for special tokens: GBNF names them ``<token>``; xgrammar's EBNF
+has no token syntax (a special token in a literal raises ``GrammarError``, the structural tag writes them).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from typing import Literal
+
+from chatparse.grammar.ir import Alt, Grammar, Lit, Node, Ref, Rep, Rx, Seq, Text, Until, rx_escape
+from chatparse.grammar.jsonschema import GrammarError
+from chatparse.grammar.regular import DFA, Chars, Tree, chars_negate, regex_tree, text_dfa, until_dfa
+
+Dialect = Literal["gbnf", "xgrammar"]
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
+_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", '"': '\\"', "[": "\\[", "]": "\\]"}
+_CLASS_SPECIALS = '\\]["^-'
+
+
+
+def _char(code: int, specials: str) -> str:
+    """One character inside a literal or a class (both dialects read these escapes); ``specials`` are the
+    characters that need an escape there."""
+    ch = chr(code)
+    if ch in specials or code < 0x20 or code == 0x7F:
+        return _ESCAPES.get(ch) or f"\\x{code:02X}"
+    if code < 0x80 or (ch.isprintable() and not 0xD800 <= code <= 0xDFFF):
+        return ch
+    return f"\\u{code:04X}" if code <= 0xFFFF else f"\\U{code:08X}"
+
+
+def quote(text: str) -> str:
+    return '"' + "".join(_char(ord(ch), '"\\') for ch in text) + '"'
+
+
+def char_class(chars: Chars) -> str:
+    """``chars`` as a class, negated when that is shorter (``[^"\\\\]``: any other character)."""
+    if len(chars) == 1 and chars[0][0] == chars[0][1]:
+        return quote(chr(chars[0][0]))
+    negated = chars_negate(chars)
+    negate = len(negated) < len(chars) or (len(negated) == len(chars) and chars[-1][1] == 0x10FFFF)
+    spans = negated if negate and negated else chars
+    body = "".join(_char(lo, _CLASS_SPECIALS) if lo == hi else
+                   f"{_char(lo, _CLASS_SPECIALS)}-{_char(hi, _CLASS_SPECIALS)}" for lo, hi in spans)
+    return f"[^{body}]" if negate and negated else f"[{body}]"
+
+
+class _Writer:
+    def __init__(self, grammar: Grammar, special: Collection[str], dialect: Dialect) -> None:
+        self.grammar = grammar
+        self.dialect = dialect
+        self.special = sorted(special, key=len, reverse=True)
+        self.names: dict[str, str] = {}  # IR rule name -> EBNF name
+        self.used = {"root"}
+        self.pending: list[str] = []  # IR rules referenced, to write
+        self.lines: list[str] = []
+        self._free: dict[Node, str] = {}
+        self._regex: dict[str, str] = {}
+        self._exprs: dict[int, tuple[Node, str]] = {}
+        self._counter = 0
+
+    def name(self, rule: str) -> str:
+        hit = self.names.get(rule)
+        if hit is None:
+            hit = rule.replace("_", "-")
+            if hit in self.used or not _NAME.fullmatch(hit):
+                hit = self.fresh("rule")
+            self.used.add(hit)
+            self.names[rule] = hit
+            self.pending.append(rule)
+        return hit
+
+    def fresh(self, stem: str) -> str:
+        while True:
+            self._counter += 1
+            hit = f"{stem}-{self._counter}"
+            if hit not in self.used:
+                self.used.add(hit)
+                return hit
+
+    # --- literals and terminals ---------------------------------------------------------------------------
+
+    def literal(self, text: str) -> str:
+        parts: list[str] = []
+        rest = text
+        while rest:
+            hit = min(((rest.find(tok), tok) for tok in self.special if tok in rest), default=None)
+            if hit is None:
+                parts.append(quote(rest))
+                break
+            at, tok = hit
+            if at:
+                parts.append(quote(rest[:at]))
+            parts.append(self.token(tok))
+            rest = rest[at + len(tok):]
+        return " ".join(parts) if parts else '""'
+
+    def token(self, tok: str) -> str:
+        if self.dialect != "gbnf":
+            raise GrammarError(f"the special token {tok!r} has no spelling in xgrammar's EBNF; expected a "
+                               "token-free part (the structural tag writes tokens itself)", code="special_token",
+                               field=tok)
+        if ">" in tok or not tok:
+            raise GrammarError(f"the special token {tok!r} cannot be written as a GBNF token reference <...>",
+                               code="special_token", field=tok)
+        return f"<{tok}>"
+
+    def regex(self, pattern: str) -> str:
+        hit = self._regex.get(pattern)
+        if hit is None:
+            body = self.tree(regex_tree(pattern))
+            hit = self._regex[pattern] = self.fresh("rx")
+            self.lines.append(f"{hit} ::= {body}")
+        return hit
+
+    def tree(self, tree: Tree) -> str:
+        kind = tree[0]
+        if kind == "chars":
+            return char_class(tree[1]) if tree[1] else self.never()
+        if kind == "seq":
+            return " ".join(self.tree_atom(item) for item in tree[1]) if tree[1] else '""'
+        if kind == "alt":
+            return " | ".join(self.tree(item) for item in tree[1])
+        _, low, high, inner = tree
+        return self.repeat(self.tree_atom(inner), low, high)
+
+    def tree_atom(self, tree: Tree) -> str:
+        text = self.tree(tree)
+        return f"({text})" if tree[0] != "chars" else text
+
+    def never(self) -> str:
+        raise GrammarError("a regex with an empty character class matches nothing", code="unsupported_regex")
+
+    @staticmethod
+    def repeat(atom: str, low: int, high: int | None) -> str:
+        if (low, high) == (0, None):
+            return f"{atom}*"
+        if (low, high) == (1, None):
+            return f"{atom}+"
+        if (low, high) == (0, 1):
+            return f"{atom}?"
+        if low == high:
+            return f"{atom}{{{low}}}"
+        return f"{atom}{{{low},{'' if high is None else high}}}"
+
+    # --- free text ----------------------------------------------------------------------------------------
+
+    def free(self, node: Until | Text) -> str:
+        hit = self._free.get(node)
+        if hit is not None:
+            return hit
+        after = ""
+        if isinstance(node, Until):
+            special = next((tok for tok in self.special if node.stop == rx_escape(tok)), None)
+            if special is not None:  # greedy text, then the token (as lark.py writes it)
+                dfa = text_dfa(node.excludes, (), node.not_start)
+                after = " " + self.token(special)
+            else:
+                dfa = until_dfa(node.stop, node.excludes, node.not_start)
+        else:
+            dfa = text_dfa(node.excludes, node.partial, node.not_start)
+        start = self.automaton(dfa, "until" if isinstance(node, Until) else "text")
+        hit = self._free[node] = start + after
+        return hit
+
+    def automaton(self, dfa: DFA, stem: str) -> str:
+        """One rule per state of ``dfa`` (a state that accepts and has no edges is no rule: an edge into it
+        ends the text); the start state's name."""
+        names = [self.fresh(stem) for _ in dfa.edges]
+        for state, edges in enumerate(dfa.edges):
+            if state and not edges:
+                continue
+            options = []
+            for chars, nxt in edges:
+                klass = char_class(chars)
+                options.append(klass if not dfa.edges[nxt] else f"{klass} {names[nxt]}")
+            if dfa.accepting[state]:
+                options.append('""')
+            self.lines.append(f"{names[state]} ::= {' | '.join(options)}")
+        return names[0]
+
+    # --- rules --------------------------------------------------------------------------------------------
+
+    def expr(self, node: Node) -> str:
+        hit = self._exprs.get(id(node))
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        text = self._expr(node)
+        self._exprs[id(node)] = (node, text)
+        return text
+
+    def _expr(self, node: Node) -> str:
+        if isinstance(node, Lit):
+            return self.literal(node.text)
+        if isinstance(node, Rx):
+            return self.regex(node.pattern)
+        if isinstance(node, Ref):
+            if node.name not in self.grammar.rules:
+                raise GrammarError(f"rule {node.name!r} is referenced but not defined", code="unknown_rule",
+                                   field=node.name)
+            return self.name(node.name)
+        if isinstance(node, Seq):
+            return " ".join(self.wrapped(item) for item in node.items) if node.items else '""'
+        if isinstance(node, Alt):
+            return " | ".join(self.expr(item) for item in node.items) if node.items else self.never()
+        if isinstance(node, Rep):
+            return self.repeat(self.atom(node.item), node.min, node.max)
+        if isinstance(node, Until | Text):
+            return self.free(node)
+        raise TypeError(f"unknown grammar node {node!r}")
+
+    def wrapped(self, node: Node) -> str:
+        """``node`` as one item of a sequence."""
+        text = self.expr(node)
+        return f"({text})" if isinstance(node, Alt) and len(node.items) > 1 else text
+
+    def atom(self, node: Node) -> str:
+        """``node`` as the operand of a repetition."""
+        text = self.expr(node)
+        return text if _NAME.fullmatch(text) or (text.startswith('"') and _one_literal(text)) else f"({text})"
+
+
+def _one_literal(text: str) -> bool:
+    """Whether ``text`` is a single quoted literal (no other item after its closing quote)."""
+    escaped = False
+    for i, ch in enumerate(text[1:], 1):
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == '"':
+            return i == len(text) - 1
+    return False
+
+
+def to_ebnf(grammar: Grammar, start: Node, *, dialect: Dialect, special: Collection[str] = ()) -> str:
+    """``grammar`` from ``start`` as GBNF (``dialect="gbnf"``, special tokens as ``<token>``) or xgrammar's EBNF;
+    the start rule is ``root``. Only rules reachable from ``start`` are written."""
+    writer = _Writer(grammar, special, dialect)
+    lines = [f"root ::= {writer.expr(start)}"]
+    done = 0
+    while done < len(writer.pending):
+        rule = writer.pending[done]
+        done += 1
+        lines.append(f"{writer.name(rule)} ::= {writer.expr(grammar.rules[rule])}")
+    return "\n".join([*lines, *writer.lines]) + "\n"

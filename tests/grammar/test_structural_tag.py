@@ -1,0 +1,229 @@
+"""The structural tag (xgrammar's format tree) says what the Lark grammar says.
+
+Without xgrammar (CI: it needs torch): the tree's shape, and its language, by flattening it back into one
+GBNF text (tokens spelled as text, each ``grammar`` format's rules renamed apart) that llguidance reads:
+random walks through the Lark grammar are admitted by the flattened tag and walks through the flattened tag
+by the Lark grammar, for every built-in with a grammar. With xgrammar (the vLLM venv): the tag compiles for
+every built-in with xgrammar's compiler and a tokenizer with the family's special tokens, and the turns the
+family's real chat template renders are accepted token by token.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import llguidance
+import pytest
+
+import chatparse
+from chatparse.grammar import GrammarError, tool_grammar
+from chatparse.grammar.gbnf import quote, to_ebnf
+from chatparse.grammar.ir import Grammar, Lit, Ref, Rep, Until, rx_escape, seq
+from chatparse.grammar.structural_tag import to_structural_tag
+from chatparse.template.compile import load_template
+from chatparse.templates import get_template
+from tests.grammar.gbnf_lark import gbnf_to_lark
+from tests.grammar.test_builtins import STRESS_TOOLS, _check_message, _grammar_families, _prefix, _rendered, _turns
+from tests.grammar.walk import accepts, walk
+from tests.tokens import template_markers
+
+WEATHER = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+
+
+def _specials(family: str) -> list[str]:
+    """The markers a real tokenizer of the family has as added tokens (special or not)."""
+    special, tags = template_markers(get_template(family))
+    return special + tags
+
+
+def _formats(fmt: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield fmt
+    for child in fmt.get("elements", ()):
+        yield from _formats(child)
+    if "content" in fmt:
+        yield from _formats(fmt["content"])
+
+
+# --- the tree's shape ---------------------------------------------------------------------------------
+
+
+def test_markers_that_are_tokens_become_token_formats() -> None:
+    specials = ["<tool_call>", "</tool_call>", "<|im_end|>", "<think>", "</think>"]
+    grammar = tool_grammar("qwen3", WEATHER, tool_choice="required", special_tokens=specials)
+    tag = grammar.structural_tag
+    assert tag["type"] == "structural_tag"
+    formats = list(_formats(tag["format"]))
+    assert {f["token"] for f in formats if f["type"] == "token"} == set(specials)
+    for f in formats:  # no grammar or literal spells a token
+        text = f.get("grammar", f.get("value", ""))
+        assert not any(tok in text for tok in specials), f
+    assert tag == json.loads(json.dumps(tag))
+
+
+def test_a_grammar_without_special_tokens_is_one_grammar_format() -> None:
+    tag = tool_grammar("qwen3", WEATHER).structural_tag
+    assert tag["format"]["type"] == "grammar" and tag["format"]["grammar"].startswith("root ::= ")
+
+
+def test_the_token_that_ends_the_turn_is_optional() -> None:
+    # a stop token never matches a token format in xgrammar (it ends the output where the grammar may end)
+    tag = tool_grammar("gpt_oss", WEATHER, tool_choice="required", special_tokens=_specials("gpt_oss")).structural_tag
+    last = [f for f in _formats(tag["format"]) if f["type"] == "optional" and f["content"].get("token") == "<|call|>"]
+    assert last
+    required = [f for f in _formats(tag["format"]) if f.get("token") == "<|end|>"]
+    assert required  # <|end|> ends the analysis message: followed by more, so it stays required
+
+
+def test_text_before_a_token_holds_no_such_token() -> None:
+    grammar = Grammar({"turn": seq(Until(rx_escape("<|end|>")), Lit("done"))})
+    tag = to_structural_tag(grammar, "turn", ["<|end|>"])
+    lark = _flat_lark(tag)
+    assert accepts(lark, "abc<|end|>done")[0]
+    assert not accepts(lark, "a<|end|>b<|end|>done")[0]
+
+
+def test_bounded_repetitions_of_tokens_are_unrolled() -> None:
+    grammar = Grammar({"turn": Rep(Lit("<t>x"), 1, 3)})
+    tag = to_structural_tag(grammar, "turn", ["<t>"])
+    assert not [f for f in _formats(tag["format"]) if f["type"] == "repeat"]
+    lark = _flat_lark(tag)
+    assert [accepts(lark, "<t>x" * n)[0] for n in range(5)] == [False, True, True, True, False]
+
+
+def test_a_rule_that_reaches_itself_through_a_token_is_refused() -> None:
+    grammar = Grammar({"turn": seq(Lit("<t>"), Rep(Ref("turn"), 0, 1))})
+    with pytest.raises(GrammarError) as info:
+        to_structural_tag(grammar, "turn", ["<t>"])
+    assert info.value.code == "recursive_token_rule"
+
+
+# --- the language, through llguidance -----------------------------------------------------------------
+
+_LEXEME = re.compile(r'"(?:[^"\\]|\\.)*"|\[(?:[^\]\\]|\\.)*\]|[A-Za-z][A-Za-z0-9_-]*|.', re.S)
+_CHAR = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)|.", re.S)
+
+
+def _chars(literal: str) -> str:
+    """A quoted literal as a sequence of one-character literals: llguidance's lexer reads the longest lexeme
+    without backtracking, so a marker literal beside free text spelled character by character would cut the
+    text wrongly (``</s>`` against ``<`` then ``/``)."""
+    units = _CHAR.findall(literal[1:-1])
+    return "(" + " ".join(f'"{u}"' for u in units) + ")" if len(units) > 1 else literal
+
+
+def _lexeme(match: str, prefix: str) -> str:
+    if match[0].isalpha():
+        return prefix + match
+    return _chars(match) if match[0] == '"' else match
+
+
+def flatten(tag: dict[str, Any]) -> str:
+    """One GBNF text for the whole tag: tokens as their text, each grammar format's rules prefixed apart."""
+    rules: list[str] = []
+
+    def expr(fmt: dict[str, Any]) -> str:
+        kind = fmt["type"]
+        if kind == "const_string":
+            return _chars(quote(fmt["value"])) if fmt["value"] else '""'
+        if kind == "token":
+            return _chars(quote(fmt["token"]))
+        if kind == "grammar":
+            prefix = f"g{len(rules)}-"
+            rules.append("".join(_lexeme(m, prefix) for m in _LEXEME.findall(fmt["grammar"])))
+            return prefix + "root"
+        if kind == "sequence":
+            return "(" + " ".join(expr(f) for f in fmt["elements"]) + ")"
+        if kind == "or":
+            return "(" + " | ".join(expr(f) for f in fmt["elements"]) + ")"
+        suffix = {"optional": "?", "star": "*", "plus": "+"}[kind]
+        return f"({expr(fmt['content'])}){suffix}"
+
+    root = expr(tag["format"])
+    return "\n".join([f"root ::= {root}", *rules]) + "\n"
+
+
+# The flattened tag writes free text one rule per character (right-recursive): Earley rows grow with the text.
+LIMITS = llguidance.LLParserLimits(max_items_in_row=200_000, step_max_items=2_000_000)
+
+
+def _flat_lark(tag: dict[str, Any]) -> str:
+    return gbnf_to_lark(flatten(tag))
+
+
+def _reference_lark(grammar: Grammar) -> str:
+    """The whole grammar as one GBNF text with no special tokens, read the same way as a flattened tag."""
+    text = to_ebnf(grammar, Ref("turn"), dialect="gbnf")
+    return gbnf_to_lark("".join(_lexeme(m, "") for m in _LEXEME.findall(text)))
+
+
+@pytest.mark.parametrize("family", _grammar_families())
+def test_the_structural_tag_says_what_the_lark_grammar_says(family: str) -> None:
+    """Walks through the Lark grammar are admitted by the tag; walks through the tag are admitted by the
+    same grammar written whole (llguidance's lexer makes the Lark form narrower in places: it reads
+    ``/[ \\t\\n]{1,8}/`` greedily before ``"\\n</tool_calls>"``) and parse back into the calls the choice demands."""
+    template = get_template(family)
+    prefix = _prefix(family)
+    specials = _specials(family)
+    rng = random.Random(family)
+    for choice in ("auto", "required", "plan_trip"):
+        grammar = tool_grammar(template, STRESS_TOOLS, tool_choice=choice, prefix=prefix, special_tokens=specials)
+        plain = tool_grammar(template, STRESS_TOOLS, tool_choice=choice, prefix=prefix)
+        flat = _flat_lark(grammar.structural_tag)
+        whole = _reference_lark(plain.grammar)
+        literals = sorted(grammar.grammar.literals() | set(specials))
+        for _ in range(3):
+            text = walk(plain.lark, rng, literals)
+            if text is not None:
+                ok, why = accepts(flat, text, LIMITS)
+                assert ok, f"{family} {choice}: the tag rejects the Lark walk {text!r}: {why}"
+            text = walk(flat, rng, literals, limits=LIMITS)
+            if text is not None:
+                # the tag may end before the turn's last token (a stop token ends the output there)
+                ok, why = accepts(whole, text, LIMITS)
+                assert ok or any(accepts(whole, text + tok, LIMITS)[0] for tok in specials), \
+                    f"{family} {choice}: the whole grammar rejects the tag's walk {text!r}: {why}"
+                message = chatparse.parse_response(text, template, prefix=prefix, tools=STRESS_TOOLS)
+                _check_message(message, choice, True)
+
+
+# --- xgrammar itself (the vLLM venv) ------------------------------------------------------------------
+
+
+def _xgrammar_tokenizer(family: str) -> tuple[Any, list[int]]:
+    """The family's test tokenizer, and as stop tokens its end-of-turn markers (as a real model's
+    generation config lists them)."""
+    from tests.integrations.tokenizers import family_tokenizer
+
+    tokenizer = family_tokenizer(family)
+    ends = [tokenizer.convert_tokens_to_ids(e) for e in load_template(family).ext.end if e in _specials(family)]
+    return tokenizer, [i for i in ends if isinstance(i, int) and i != tokenizer.unk_token_id]
+
+
+@pytest.mark.parametrize("family", [f for f in _grammar_families() if _turns(f)])
+def test_xgrammar_accepts_what_the_chat_template_renders(family: str) -> None:
+    xgr = pytest.importorskip("xgrammar")
+    template = get_template(family)
+    tokenizer, stops = _xgrammar_tokenizer(family)
+    info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=len(tokenizer), stop_token_ids=stops or None)
+    compiler = xgr.GrammarCompiler(info)
+    tools = _rendered(family)["tools_schema"]  # type: ignore[index]
+    for prompt, text in _turns(family):
+        choices = ["auto"]
+        message = chatparse.parse_response(text, template, prefix=prompt, tools=tools)
+        if message.get("tool_calls") and not message.get("content"):
+            choices.append("required")
+        for choice in choices:
+            grammar = tool_grammar(template, tools, tool_choice=choice, prefix=prompt,
+                                   special_tokens=_specials(family))
+            compiled = compiler.compile_structural_tag(json.dumps(grammar.structural_tag))
+            matcher = xgr.GrammarMatcher(compiled)
+            ids = tokenizer.encode(text, add_special_tokens=False)
+            for at, token in enumerate(ids):
+                assert matcher.accept_token(token), \
+                    f"{choice}: xgrammar rejects {tokenizer.decode(ids[:at + 1])!r} (of {text!r})"
+            assert matcher.is_terminated() or matcher.is_completed(), f"{choice}: the turn cannot end after {text!r}"

@@ -625,3 +625,43 @@ def test_gpt_oss_call_closer_survives_sglangs_stop_trimming(monkeypatch: pytest.
     assert final["text"] == served.case["output"]
     message = serving._build_chat_response(request, [final], created=0).choices[0].message
     assert [c.function.name for c in message.tool_calls] == [c["name"] for c in served.want["calls"]]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["non-streaming", "streaming"])
+def test_a_constrained_gpt_oss_call_keeps_its_stop_token_closer(stream: bool,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under a tool grammar SGLang asks the tool detector which closer a stopped output leaves open
+    (``open_call_closer``) and trims a stop token that closes no call: ``<|call|>`` after a gpt-oss call
+    closes it, so it stays and the call is returned."""
+    monkeypatch.setenv(TEMPLATE_ENV, "gpt_oss")
+    tokenizer = family_tokenizer("gpt_oss")
+    (call_id,) = encode(tokenizer, "<|call|>")
+    path = next(p for f, p in TOOL_CASES if f == "gpt_oss" and load_case(p)["output"].endswith("<|call|>"))
+    served = served_case("gpt_oss", path)
+    tools = [t for t in served.case["tools"] if t.get("type", "function") == "function"]
+    serving = serving_chat(tokenizer)
+    request, _, _ = constrained_request(serving, served.case["prefix"], tools, "required", stream=stream)
+    ids = encode(tokenizer, served.case["output"])
+    if stream:
+        serving.tokenizer_manager.steps = engine_steps(  # type: ignore[attr-defined]
+            tokenizer, request, tokens.groupings(ids, 3)["random 1-8 #0"], "stop", matched=call_id)
+        calls = accumulate(asyncio.run(sse_chunks(serving, request)))["calls"]
+    else:
+        final = engine_steps(tokenizer, request, [ids], "stop", matched=call_id)[-1]
+        message = serving._build_chat_response(request, [final], created=0).choices[0].message
+        calls = [{"name": c.function.name, "arguments": c.function.arguments} for c in message.tool_calls or ()]
+    assert [(c["name"], c["arguments"]) for c in calls] == [(c["name"], c["arguments"]) for c in served.want["calls"]]
+
+
+def test_open_call_closer_names_the_closer_a_stopped_call_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The closer whose addition completes a call: GLM 4.7's ``</tool_call>`` after a call its parser does
+    not read without it; none for a Qwen3 call its parser reads whole at the end of the output."""
+    monkeypatch.setenv(TEMPLATE_ENV, "glm47")
+    glm = FunctionCallParser([WEATHER], NAME, tokenizer=family_tokenizer("glm47")).detector
+    call = "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Seoul</arg_value>"
+    assert glm.open_call_closer(call) == "</tool_call>"
+    assert glm.open_call_closer(call + "</tool_call>") is None
+    assert glm.open_call_closer("Sunny.") is None
+    monkeypatch.setenv(TEMPLATE_ENV, "qwen3")
+    qwen = FunctionCallParser([WEATHER], NAME, tokenizer=family_tokenizer("qwen3"), prefix=QWEN_HEADER).detector
+    assert qwen.open_call_closer('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Seoul"}}\n') is None

@@ -261,8 +261,7 @@ class ChatparseToolDetector(ResponseTemplateToolDetector):  # type: ignore[misc]
         self._arguments: dict[int, str] = {}  # streamed arguments per call (early calls)
 
     def has_tool_call(self, text: str) -> bool:
-        return _has_tool_region(parse_generation(self.template, self._prefix, text, tools=self._tools,
-                                                 new_call_id=_no_id, log=_quiet).message)
+        return _has_tool_region(self._parse_quietly(text).message)
 
     def detect_and_parse(self, text: str, tools: Any) -> ToolResult:
         parsed = parse_generation(self.template, self._prefix, text, tools=self._tools or tool_dicts(tools),
@@ -303,7 +302,15 @@ class ChatparseToolDetector(ResponseTemplateToolDetector):  # type: ignore[misc]
         return _grammar_problem(self.template) is None
 
     def open_call_closer(self, text: str) -> str | None:
-        return None
+        """The closer of a call that ``text`` leaves open at its end: the template's call closer whose
+        addition completes a call (None: none does). Under a tool grammar SGLang keeps a stop token that is
+        such a closer (gpt-oss's ``<|call|>``) and trims one that is not."""
+        count = len(self._parse_quietly(text).calls)
+        return next((closer for closer in self.tool_close_literals
+                     if len(self._parse_quietly(text + closer).calls) > count), None)
+
+    def _parse_quietly(self, text: str) -> Any:
+        return parse_generation(self.template, self._prefix, text, tools=self._tools, new_call_id=_no_id, log=_quiet)
 
     def get_structural_tag(self, tools: Any = None, tool_choice: Any = "auto", thinking_mode: bool = False,
                            parallel_tool_calls: bool = True, message_start: bool = False, **_options: Any) -> Any:

@@ -40,6 +40,7 @@ from chatparse.integrations.serving import (
     TEMPLATE_ENV,
     Delta,
     GenerationStream,
+    Parsed,
     call_mode,
     parse_generation,
     reasoning_field,
@@ -309,8 +310,9 @@ class ChatparseToolDetector(ResponseTemplateToolDetector):  # type: ignore[misc]
         return next((closer for closer in self.tool_close_literals
                      if len(self._parse_quietly(text + closer).calls) > count), None)
 
-    def _parse_quietly(self, text: str) -> Any:
-        return parse_generation(self.template, self._prefix, text, tools=self._tools, new_call_id=_no_id, log=_quiet)
+    def _parse_quietly(self, text: str) -> Parsed:
+        return parse_generation(self.template, self._prefix, text, tools=self._tools, new_call_id=_no_id,
+                                log=_quiet)
 
     def get_structural_tag(self, tools: Any = None, tool_choice: Any = "auto", thinking_mode: bool = False,
                            parallel_tool_calls: bool = True, message_start: bool = False, **_options: Any) -> Any:
@@ -318,8 +320,8 @@ class ChatparseToolDetector(ResponseTemplateToolDetector):  # type: ignore[misc]
         the message start: the reasoning detector never claims it, so SGLang does not ask for that one)."""
         if message_start:
             return None
-        return self._structural_tag(tools, tool_choice, parallel_tool_calls, thinking_mode,
-                                    guarantee=_describe(tool_choice, parallel_tool_calls, strict=False) or "auto")
+        guarantee = _asked_guarantee(tool_choice, parallel_tool_calls, strict=False) or "auto"
+        return self._structural_tag(tools, tool_choice, parallel_tool_calls, thinking_mode, guarantee=guarantee)
 
     def validate_structure_constraint_request(self, tool_choice: Any, parallel_tool_calls: bool,
                                               strict_requested: bool, *, tools: Any = None,
@@ -329,7 +331,7 @@ class ChatparseToolDetector(ResponseTemplateToolDetector):  # type: ignore[misc]
         tag, which SGLang applies from where reasoning ends. None for plain ``auto`` and ``none`` (free text,
         as SGLang's own parsers leave it). A guarantee no grammar can give here raises ``ValueError``, which
         SGLang answers with a 400 naming the fix."""
-        guarantee = _describe(tool_choice, parallel_tool_calls, strict_requested)
+        guarantee = _asked_guarantee(tool_choice, parallel_tool_calls, strict_requested)
         if guarantee is None:
             return None
         return self._structural_tag(tools, tool_choice, parallel_tool_calls, thinking_mode, guarantee=guarantee)
@@ -378,7 +380,7 @@ def _grammar_problem(template: CompiledTemplate) -> str | None:
     return problem
 
 
-def _describe(tool_choice: Any, parallel_tool_calls: bool, strict: bool) -> str | None:
+def _asked_guarantee(tool_choice: Any, parallel_tool_calls: bool, strict: bool) -> str | None:
     """The guarantee a request asks a grammar for (None: plain ``auto`` or ``none``, nothing to enforce)."""
     if tool_choice == "required":
         return "tool_choice='required'"

@@ -6,7 +6,10 @@ tokenizer trained here with the family's special tokens, the family's real chat 
 outputs (a regex spelling one assistant turn in the family's format, reasoning first), and call the server
 with the ``openai`` client, streaming and not, with ``tools=``. The client must get exactly the turn's
 reasoning, content and tool calls with ``finish_reason`` ``tool_calls``; a run cut by ``max_tokens`` inside
-a call must end with ``length`` and never present the cut call.
+a call must end with ``length`` and never present the cut call. Then ``tool_choice='required'``, a named
+choice and a ``strict`` tool with nothing forcing the text: the plugin's own grammar must make the random
+model write the one call the pinned schema allows, on vLLM's default backend (xgrammar, chatparse's
+structural tag) and on the guidance backend (llguidance, chatparse's Lark grammar).
 
     python scripts/vllm_serve_check.py [--families qwen3,qwen3_coder,gpt_oss] [--port 8321] [--keep DIR]
 """
@@ -225,9 +228,10 @@ def serve_command(model: Path, port: int, backend: str) -> list[str]:
     """docs/vllm.md's command on the tiny model, plus what a CPU and a random model need: float32, a short
     context, no compilation, and structured outputs from the first token (the forced text starts inside the
     reasoning, which vLLM otherwise leaves unconstrained). ``backend``: vLLM serves one structured-output
-    backend per server, the first request's; the plugin's tool grammars are llguidance's (after a regex
-    request started xgrammar they fail with a 500), and llguidance ends the literal regex at the first
-    added token it would have to spell (a 500 too), so each kind of request gets its own server."""
+    backend per server, the first request's. With ``auto`` (vLLM's default) the forcing regex and the
+    plugin's structural tags both go to xgrammar; the plugin's Lark grammars (what it sends when the backend
+    is ``guidance``) get a server of their own, as llguidance ends the literal regex at the first added
+    token it would have to spell (a 500)."""
     return [*VLLM_COMMAND, "serve", str(model),
             "--enable-auto-tool-choice",
             "--tool-parser-plugin", "chatparse.integrations.vllm.plugin", "--tool-call-parser", "chatparse",
@@ -345,9 +349,29 @@ def cut_budget(ends: list[int], position: int) -> int:
     return next(count for count, end in enumerate(ends, 1) if end >= position)
 
 
-def required_choice(family: Family, client: Any, summary: list[str]) -> list[str]:
-    """``tool_choice='required'``, no structured outputs in the request: the plugin constrains the model with
-    the template's grammar; a template without one is answered with a 400 that says why."""
+def raw_tokens(client: Any, extra: dict[str, Any], **request: Any) -> list[str]:
+    """The tokens a (greedy, non-streamed) request generates, from ``logprobs``."""
+    response = client.chat.completions.create(
+        model="tiny", messages=[{"role": "user", "content": "Weather in Paris? Save a note."}], temperature=0,
+        max_tokens=512, logprobs=True, extra_body=extra, **request)
+    return [token.token for token in response.choices[0].logprobs.content]
+
+
+def free_text(client: Any, extra: dict[str, Any], request: dict[str, Any]) -> str:
+    """Whether a strict ``auto`` answer in text is the model's own: its tokens beside those of the same request
+    with the tool not strict (no grammar)."""
+    strict = raw_tokens(client, extra, **request)
+    loose = [{**t, "function": {k: v for k, v in t["function"].items() if k != "strict"}} for t in request["tools"]]
+    free = raw_tokens(client, extra, **{**request, "tools": loose})
+    return (f"{len(strict)} tokens, {sum(not t.strip() for t in strict)} of them whitespace, "
+            f"{'the same as' if strict == free else 'unlike'} the unconstrained answer ({''.join(free)[:40]!r})")
+
+
+def required_choice(family: Family, client: Any, summary: list[str], backend: str) -> list[str]:
+    """``tool_choice='required'``, a named choice and a strict tool, no structured outputs in the request: the
+    plugin constrains the model with the template's grammar (``backend`` ``auto``, vLLM's default: xgrammar
+    with chatparse's structural tag; ``guidance``: llguidance with its Lark grammar); a template without one
+    is answered with a 400 that says why."""
     import openai
 
     extra = {"chat_template_kwargs": {"enable_thinking": False}}  # Qwen3's prompt then closes reasoning
@@ -357,7 +381,7 @@ def required_choice(family: Family, client: Any, summary: list[str]) -> list[str
             ("named", {"tools": PINNED, "tool_choice": named}),
             ("strict", {"tools": strict, "tool_choice": "auto"}))
     problems = []
-    runs = [(f"{ask} {label}", call, request) for ask, request in asks
+    runs = [(f"{ask} {label} ({backend})", call, request) for ask, request in asks
             for label, call in (("non-streamed", non_streamed), ("streamed", streamed))]
     for label, call, request in runs:
         try:
@@ -372,7 +396,8 @@ def required_choice(family: Family, client: Any, summary: list[str]) -> list[str
             continue
         got.content = got.content or None  # vLLM 0.32 answers a required choice with content '' (not None)
         if label.startswith("strict") and not got.calls:  # auto: the model may answer in text
-            summary.append(f"{family.name} {label}: finish={got.finish_reason} text only ({got.content!r:.60})")
+            summary.append(f"{family.name} {label}: finish={got.finish_reason} text only ({got.content!r:.60}); "
+                           f"{free_text(client, extra, request)}")
             continue
         pinned = ("get_weather", {"city": "Paris", "days": 3})
         if label.startswith("strict"):
@@ -420,13 +445,13 @@ def run_family(family: Family, workdir: Path, port: int) -> tuple[list[str], lis
                                   turn.calls[:kept], finish)
                 summary.append(f"{family.name} {label} in call {kept + 1} (max_tokens={budget}): "
                                f"finish={got.finish_reason} calls={[n for n, _ in got.calls]}")
-        if not family.grammar:
-            problems += required_choice(family, client, summary)  # refused before any backend runs
+        problems += required_choice(family, client, summary, "auto")
         summary.append(f"{family.name}: model built and server healthy in {ready - started:.0f} s, "
                        f"requests in {time.monotonic() - ready:.0f} s")
     if family.grammar:
         with server(family, model, port, workdir / f"{family.name}-guidance.log", "guidance") as base_url:
-            problems += required_choice(family, OpenAI(base_url=base_url, api_key="none", timeout=600), summary)
+            problems += required_choice(family, OpenAI(base_url=base_url, api_key="none", timeout=600), summary,
+                                        "guidance")
     return problems, summary
 
 

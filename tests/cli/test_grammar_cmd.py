@@ -38,6 +38,16 @@ def test_json_output_and_options(tools_file: str, tmp_path: Path, capsys: pytest
     assert out["grammar"].startswith("%llguidance")
 
 
+def test_prints_the_structural_tag(tools_file: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["grammar", "-t", "qwen3", "--tools", tools_file, "--tool-choice", "required", "--special-token",
+                 "<tool_call>", "--format", "structural-tag"]) == 0
+    tag = json.loads(capsys.readouterr().out)
+    assert tag["type"] == "structural_tag" and '"token": "<tool_call>"' in json.dumps(tag)
+    assert main(["grammar", "-t", "qwen3", "--tools", tools_file, "--format", "structural-tag", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["format"] == "structural-tag" and out["grammar"]["format"]["type"] == "grammar"
+
+
 def test_errors_are_one_line_with_a_code(tools_file: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["grammar", "-t", "qwen3", "--tools", tools_file, "--tool-choice", "nope"]) == 2
     err = capsys.readouterr().err

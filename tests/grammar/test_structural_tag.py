@@ -10,12 +10,14 @@ family's real chat template renders are accepted token by token.
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 import re
 from collections.abc import Iterator
 from typing import Any
 
+import jsonschema
 import llguidance
 import pytest
 
@@ -23,11 +25,19 @@ import chatparse
 from chatparse.grammar import GrammarError, tool_grammar
 from chatparse.grammar.gbnf import quote, to_ebnf
 from chatparse.grammar.ir import Grammar, Lit, Ref, Rep, Until, rx_escape, seq
-from chatparse.grammar.structural_tag import to_structural_tag
+from chatparse.grammar.structural_tag import to_structural_tag, with_token_ids
 from chatparse.template.compile import load_template
 from chatparse.templates import get_template
 from tests.grammar.gbnf_lark import gbnf_to_lark
-from tests.grammar.test_builtins import STRESS_TOOLS, _check_message, _grammar_families, _prefix, _rendered, _turns
+from tests.grammar.test_builtins import (
+    STRESS_TOOLS,
+    _check_message,
+    _grammar_families,
+    _prefix,
+    _rendered,
+    _turns,
+)
+from tests.grammar.token_walk import XGrammarMatcher, walk_tokens
 from tests.grammar.walk import accepts, walk
 from tests.tokens import template_markers
 
@@ -63,6 +73,25 @@ def test_markers_that_are_tokens_become_token_formats() -> None:
         text = f.get("grammar", f.get("value", ""))
         assert not any(tok in text for tok in specials), f
     assert tag == json.loads(json.dumps(tag))
+
+
+def test_tokens_by_id_for_vllm() -> None:
+    grammar = tool_grammar("qwen3", WEATHER, tool_choice="required", special_tokens=["<tool_call>", "</tool_call>"])
+    tag = with_token_ids(grammar.structural_tag, {"<tool_call>": 7, "</tool_call>": 8, "<other>": 9})
+    assert {f["token"] for f in _formats(tag["format"]) if f["type"] == "token"} == {7, 8}
+    assert grammar.structural_tag != tag  # the cached tag is not changed
+    with pytest.raises(GrammarError) as info:
+        with_token_ids(grammar.structural_tag, {"<tool_call>": 7})
+    assert info.value.code == "unknown_token"
+
+
+def _depth(node: Any) -> int:
+    """How deep JSON objects and arrays nest (vLLM refuses a structural tag deeper than 80)."""
+    if isinstance(node, dict):
+        return 1 + max((_depth(v) for v in node.values()), default=0)
+    if isinstance(node, list):
+        return 1 + max((_depth(v) for v in node), default=0)
+    return 0
 
 
 def test_a_grammar_without_special_tokens_is_one_grammar_format() -> None:
@@ -173,6 +202,7 @@ def test_the_structural_tag_says_what_the_lark_grammar_says(family: str) -> None
     for choice in ("auto", "required", "plan_trip"):
         grammar = tool_grammar(template, STRESS_TOOLS, tool_choice=choice, prefix=prefix, special_tokens=specials)
         plain = tool_grammar(template, STRESS_TOOLS, tool_choice=choice, prefix=prefix)
+        assert _depth(grammar.structural_tag) <= 80
         flat = _flat_lark(grammar.structural_tag)
         whole = _reference_lark(plain.grammar)
         literals = sorted(grammar.grammar.literals() | set(specials))
@@ -196,12 +226,18 @@ def test_the_structural_tag_says_what_the_lark_grammar_says(family: str) -> None
 
 def _xgrammar_tokenizer(family: str) -> tuple[Any, list[int]]:
     """The family's test tokenizer, and as stop tokens its end-of-turn markers (as a real model's
-    generation config lists them)."""
+    generation config lists them); a family whose end marker is text (MiniMax M2's ``[e~[``) gets an
+    end-of-sequence token of its own."""
     from tests.integrations.tokenizers import family_tokenizer
 
     tokenizer = family_tokenizer(family)
     ends = [tokenizer.convert_tokens_to_ids(e) for e in load_template(family).ext.end if e in _specials(family)]
-    return tokenizer, [i for i in ends if isinstance(i, int) and i != tokenizer.unk_token_id]
+    stops = [i for i in ends if isinstance(i, int) and i != tokenizer.unk_token_id]
+    if not stops:
+        tokenizer = copy.deepcopy(tokenizer)
+        tokenizer.add_special_tokens({"eos_token": "<test_eos>"})
+        stops = [tokenizer.eos_token_id]
+    return tokenizer, stops
 
 
 @pytest.mark.parametrize("family", [f for f in _grammar_families() if _turns(f)])
@@ -220,10 +256,42 @@ def test_xgrammar_accepts_what_the_chat_template_renders(family: str) -> None:
         for choice in choices:
             grammar = tool_grammar(template, tools, tool_choice=choice, prefix=prompt,
                                    special_tokens=_specials(family))
-            compiled = compiler.compile_structural_tag(json.dumps(grammar.structural_tag))
+            tag = json.dumps(with_token_ids(grammar.structural_tag, tokenizer.get_added_vocab()))
+            xgr.Grammar.from_structural_tag(tag)  # vLLM's check of a request's tag (no tokenizer)
+            compiled = compiler.compile_structural_tag(tag)
             matcher = xgr.GrammarMatcher(compiled)
             ids = tokenizer.encode(text, add_special_tokens=False)
             for at, token in enumerate(ids):
                 assert matcher.accept_token(token), \
                     f"{choice}: xgrammar rejects {tokenizer.decode(ids[:at + 1])!r} (of {text!r})"
             assert matcher.is_terminated() or matcher.is_completed(), f"{choice}: the turn cannot end after {text!r}"
+
+
+@pytest.mark.parametrize("family", _grammar_families())
+def test_what_xgrammar_lets_the_model_write_parses_back(family: str) -> None:
+    """Random walks with xgrammar's matcher and the family's tokenizer (markers as tokens, the turn's end
+    tokens as stop tokens, left out of the text as vLLM leaves them) parse back into the calls each choice
+    demands, with schema-valid arguments."""
+    pytest.importorskip("xgrammar")
+    template = get_template(family)
+    prefix = _prefix(family)
+    tokenizer, stops = _xgrammar_tokenizer(family)
+    stop_texts = [tokenizer.convert_ids_to_tokens(i) for i in stops]
+    finished = 0
+    for choice in ("required", "plan_trip", "auto"):
+        grammar = tool_grammar(template, STRESS_TOOLS, tool_choice=choice, prefix=prefix,
+                               special_tokens=_specials(family))
+        tag = json.dumps(with_token_ids(grammar.structural_tag, tokenizer.get_added_vocab()))
+        markers = sorted(grammar.grammar.literals())
+        for seed in range(3):
+            ids = walk_tokens(tokenizer, XGrammarMatcher(tokenizer, tag, stop_texts), seed, markers)
+            if ids is None:
+                continue
+            finished += 1
+            text = tokenizer.decode(ids, skip_special_tokens=False)
+            message = chatparse.parse_response(text, template, prefix=prefix, tools=STRESS_TOOLS)
+            try:
+                _check_message(message, choice, True)
+            except (AssertionError, jsonschema.ValidationError) as exc:
+                raise AssertionError(f"{family} {choice}: {text!r}\n-> {message}\n{exc}") from exc
+    assert finished >= 5, f"only {finished} of 9 walks finished"

@@ -43,6 +43,7 @@ from chatparse.integrations.serving import CALLS_ENV, TEMPLATE_ENV
 from chatparse.integrations.vllm import NAME, PLUGIN_MODULE
 from chatparse.integrations.vllm.parsers import ChatparseParser, register
 from tests import tokens
+from tests.grammar.token_walk import GuidanceMatcher, XGrammarMatcher, walk_tokens
 from tests.integrations.serving_cases import (
     CASE_IDS,
     CASES,
@@ -307,67 +308,47 @@ _MARKERS = ("\n</parameter>\n", "</function>\n</tool_call>", "<parameter=", "cit
             '"', "}", "\n</tool_call>")
 
 
-def _walk(tokenizer: Any, lark: str, seed: int) -> list[int] | None:
-    """Token ids a random walk through ``lark`` writes with the model's own tokenizer (special tokens and
-    all), or None if it did not finish; after a while it prefers tokens that close things."""
-    import llguidance
-    import llguidance.hf
-
-    lltok = llguidance.hf.from_tokenizer(getattr(tokenizer, "tokenizer", tokenizer))
-    matcher = llguidance.LLMatcher(lltok, lark)
-    assert not matcher.is_error(), matcher.get_error()
-    closing = {i for i in range(lltok.vocab_size)
-               if tokenizer.decode([i], skip_special_tokens=False) in ('"', "}", "]", ">", "<", "/", "\n", "a", "1")}
-    rng = random.Random(seed)
-    ids: list[int] = []
-    for step in range(4000):
-        if matcher.is_stopped() or (matcher.is_accepting() and rng.random() < 0.3):
-            return ids
-        forced = matcher.compute_ff_tokens()
-        if forced and rng.random() < 0.8:
-            assert matcher.consume_tokens(forced)
-            ids.extend(forced)
-            continue
-        mask = matcher.compute_bitmask()
-        allowed = [i for i in range(lltok.vocab_size) if mask[i >> 3] >> (i & 7) & 1 and i != lltok.eos_token]
-        if not allowed:
-            return ids if matcher.is_accepting() else None
-        if step > 20 and rng.random() < 0.3:  # write a whole marker when the grammar takes it here
-            marker = tokenizer.encode(rng.choice(_MARKERS), add_special_tokens=False)
-            taken = matcher.try_consume_tokens(marker)
-            if taken == len(marker):
-                ids.extend(marker)
-                continue
-            if taken:
-                matcher.rollback(taken)
-        preferred = [i for i in allowed if i in closing] if step > 40 else []
-        token = rng.choice(preferred if preferred and rng.random() < 0.9 else allowed)
-        assert matcher.consume_token(token)
-        ids.append(token)
-    return None
+_MARKERS = ("\n</parameter>\n", "</function>\n</tool_call>", "<parameter=", "city>\n", "days>\n", "Seoul", "2",
+            '"', "}", "\n</tool_call>")
 
 
+@pytest.mark.parametrize("form", ["structural_tag", "lark"])
 @pytest.mark.parametrize("family", ["qwen3", "qwen3_coder"])
 @pytest.mark.parametrize(("tool_choice", "strict"), [
     ("required", False), ({"type": "function", "function": {"name": "get_weather"}}, False), ("auto", True)])
-def test_guarantees_are_enforced_by_the_templates_own_grammar(family: str, tool_choice: Any, strict: bool,
+def test_guarantees_are_enforced_by_the_templates_own_grammar(family: str, tool_choice: Any, strict: bool, form: str,
                                                              tokenizer_dir: str,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    """``required``, a named choice and ``strict`` tools get ``structured_outputs.grammar`` (chatparse's Lark
-    for the model's own format, after reasoning); whatever llguidance lets the model write with the model's
+    """``required``, a named choice and ``strict`` tools get chatparse's grammar for the model's own format,
+    after reasoning: xgrammar's structural tag (vLLM's default backend) or, on the guidance backend, Lark in
+    ``structured_outputs.grammar``; whatever the backend's matcher lets the model write with the model's
     tokenizer (special tokens as tokens) parses back to the calls the choice demands."""
     monkeypatch.setenv(TEMPLATE_ENV, family)
+    monkeypatch.setattr("sys.argv", ["vllm", "serve", "m", *(
+        ["--structured-outputs-config", '{"backend": "guidance"}'] if form == "lark" else [])])
     tokenizer = vllm_tokenizer(family, tokenizer_dir)
     tools = [{**t, "function": {**t["function"], "strict": strict}} for t in WEATHER]
     request = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}], tools=tools,
                                     tool_choice=tool_choice)
     parser = make_parser(parser_class(tokenizer), tokenizer, request)
-    grammar = request.structured_outputs.grammar
-    assert grammar.startswith("%llguidance")
-    assert "<tool_call>" in grammar and '"<tool_call>' not in grammar  # an added token, named as a token
+    structured = request.structured_outputs
+    if form == "lark":
+        assert structured.structural_tag is None and structured.grammar.startswith("%llguidance")
+        assert "<tool_call>" in structured.grammar and '"<tool_call>' not in structured.grammar  # a token
+        new_matcher: Any = lambda: GuidanceMatcher(tokenizer, structured.grammar)  # noqa: E731
+    else:
+        pytest.importorskip("xgrammar")
+        from vllm.v1.structured_output.backend_xgrammar import validate_xgrammar_grammar
+
+        assert structured.grammar is None
+        tokens_named = {f["token"] for f in _formats(json.loads(structured.structural_tag)["format"])
+                        if f["type"] == "token"}
+        assert tokenizer.convert_tokens_to_ids("<tool_call>") in tokens_named  # an added token, by id
+        validate_xgrammar_grammar(SamplingParams(structured_outputs=structured))  # vLLM's check: no tokenizer
+        new_matcher = lambda: XGrammarMatcher(tokenizer, structured.structural_tag, ["<|im_end|>"])  # noqa: E731
     finished = 0
     for seed in range(8):
-        ids = _walk(tokenizer, grammar, seed)
+        ids = walk_tokens(tokenizer, new_matcher(), seed, _MARKERS)
         if ids is None:
             continue
         finished += 1
@@ -384,8 +365,33 @@ def test_guarantees_are_enforced_by_the_templates_own_grammar(family: str, tool_
     assert finished >= 3
 
 
+def _formats(fmt: dict[str, Any]) -> Any:
+    yield fmt
+    for child in [*fmt.get("elements", ()), *([fmt["content"]] if "content" in fmt else [])]:
+        yield from _formats(child)
+
+
+@pytest.mark.parametrize(("argv", "env", "form"), [
+    ([], "", "structural_tag"),  # vLLM's default backend, auto: xgrammar takes structural tags
+    (["--structured-outputs-config", '{"backend": "guidance", "enable_in_reasoning": true}'], "", "lark"),
+    (['--structured-outputs-config={"backend": "guidance"}'], "", "lark"),
+    (["--structured-outputs-config.backend", "guidance"], "", "lark"),
+    (["--structured_outputs_config.backend=xgrammar"], "", "structural_tag"),
+    (["--structured-outputs-config", '{"backend": "guidance"}'], "structural_tag", "structural_tag"),
+    ([], "lark", "lark"),
+    ([], "regex", "structural_tag"),  # not a form: ignored (with a warning)
+])
+def test_the_grammar_form_follows_the_servers_backend(argv: list[str], env: str, form: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from chatparse.integrations.vllm.parsers import GRAMMAR_FORM_ENV, grammar_form
+
+    monkeypatch.setenv(GRAMMAR_FORM_ENV, env)
+    assert grammar_form(["vllm", "serve", "model", "--port", "8000", *argv]) == form
+
+
 def test_auto_without_strict_tools_stays_free(tokenizer_dir: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(TEMPLATE_ENV, "qwen3")
+    monkeypatch.setattr("sys.argv", ["vllm", "serve", "m"])
     tokenizer = vllm_tokenizer("qwen3", tokenizer_dir)
     request = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}], tools=WEATHER,
                                     tool_choice="auto")
@@ -393,7 +399,7 @@ def test_auto_without_strict_tools_stays_free(tokenizer_dir: str, monkeypatch: p
     assert request.structured_outputs is None
     monkeypatch.setenv("CHATPARSE_GRAMMAR", "auto")
     make_parser(parser_class(tokenizer), tokenizer, request)
-    assert request.structured_outputs.grammar.startswith("%llguidance")
+    assert json.loads(request.structured_outputs.structural_tag)["type"] == "structural_tag"
 
 
 def test_a_template_without_a_grammar_is_a_400_naming_why(tokenizer_dir: str, tmp_path: Path,

@@ -1,5 +1,6 @@
 """``chatparse grammar --template NAME --tools tools.json``: the grammar that makes a model write only what
-the template's parser reads (llguidance's Lark), for vLLM's ``structured_outputs``, llguidance or a file."""
+the template's parser reads (llguidance's Lark, or xgrammar's structural tag), for vLLM's
+``structured_outputs``, llguidance, xgrammar or a file."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from chatparse.errors import ChatparseError
 _EXAMPLES = """examples:
   chatparse grammar --template qwen3_coder --tools tools.json --tool-choice required > calls.lark
   chatparse grammar --template qwen3 --tools tools.json --tool-choice get_weather --no-parallel
-  chatparse grammar --template qwen3 --tools tools.json --prefix @prompt.txt --json"""
+  chatparse grammar --template qwen3 --tools tools.json --prefix @prompt.txt --json
+  chatparse grammar --template qwen3 --tools tools.json --special-token '<tool_call>' --format structural-tag"""
 
 
 def add_parser(sub: Any) -> None:
@@ -37,7 +39,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--lenient", action="store_true",
                    help="leave schema keywords a grammar cannot enforce (pattern, minimum, ...) free instead of "
                         "failing (listed on stderr)")
-    p.add_argument("--format", choices=("lark",), default="lark", help="output form (lark: llguidance)")
+    p.add_argument("--format", choices=("lark", "structural-tag"), default="lark",
+                   help="output form (lark: llguidance; structural-tag: xgrammar's, as JSON)")
     p.add_argument("--json", action="store_true", help="print one JSON object (grammar, choice, reasoning, ...)")
     p.set_defaults(func=run)
 
@@ -53,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
                                parallel_tool_calls=not args.no_parallel, prefix=text_arg(args.prefix, "--prefix"),
                                special_tokens=args.special_token, lenient=args.lenient,
                                reasoning=not args.after_reasoning)
+        written: Any = grammar.structural_tag if args.format == "structural-tag" else grammar.lark
     except (ChatparseError, CliError) as exc:
         return report("grammar", exc)
     if grammar.unenforced:
@@ -60,10 +64,12 @@ def run(args: argparse.Namespace) -> int:
 
         eprint("chatparse grammar: left free (--lenient): " + ", ".join(grammar.unenforced))
     if args.json:
-        print(json.dumps({"format": args.format, "grammar": grammar.lark, "tool_choice": grammar.tool_choice,
+        print(json.dumps({"format": args.format, "grammar": written, "tool_choice": grammar.tool_choice,
                           "parallel_tool_calls": grammar.parallel_tool_calls, "reasoning": grammar.reasoning,
                           "tools": list(grammar.tools), "unenforced": list(grammar.unenforced)},
                          ensure_ascii=False))
+    elif isinstance(written, dict):
+        print(json.dumps(written, ensure_ascii=False))
     else:
-        print(grammar.lark, end="")
+        print(written, end="")
     return EXIT_OK

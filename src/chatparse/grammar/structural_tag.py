@@ -19,14 +19,19 @@ compiler, 0.32 with its only one) on byte-level tokenizers with the families' sp
   is written ``optional``: a stop token ends the output right before it (vLLM leaves the stop token out of
   the text, so the parser sees the same turn), any other token is still written and EOS follows.
 - ``repeat`` around a ``token`` fails to compile ("Token id -1 ... out of the vocabulary range");
-  ``optional``/``star``/``plus`` work, so other bounds are unrolled.
+  ``optional``/``star``/``plus`` work, so other bounds are unrolled (``m`` copies, then ``n - m`` optional
+  ones side by side: nesting them would reach vLLM's depth limit, 80 levels of JSON objects and arrays).
+- vLLM checks a request's tag with ``Grammar.from_structural_tag(text)``, which has no tokenizer: a ``token``
+  given by its text fails there ("Token string resolution requires tokenizer_info") and the ``auto`` backend
+  then falls back to guidance, which reads no ``format`` tag. A tag for vLLM names tokens by id
+  (``with_token_ids``); SGLang and xgrammar's own compiler take either.
 - ``grammar`` formats nest anywhere (in ``sequence``, ``or``, ``plus``), each with its own ``root`` and rule
   names that may repeat across formats.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from chatparse.grammar.gbnf import to_ebnf
@@ -178,10 +183,7 @@ class _Writer:
             many: Format = {"type": "plus" if node.min else "star", "content": item}
             return _sequence([item] * max(node.min - 1, 0) + [many])
         # xgrammar 0.2.8 cannot compile ``repeat`` around a token: the bounds, unrolled
-        rest: Format = _EMPTY
-        for _ in range(node.max - node.min):
-            rest = _optional(_sequence([item, rest]))
-        return _sequence([item] * node.min + [rest])
+        return _sequence([item] * node.min + [_optional(item)] * (node.max - node.min))
 
 
 def to_structural_tag(grammar: Grammar, start: str, special: Collection[str] = ()) -> dict[str, Any]:
@@ -190,3 +192,22 @@ def to_structural_tag(grammar: Grammar, start: str, special: Collection[str] = (
     optional, see the module's notes). Raises ``GrammarError`` where the format cannot say exactly the same."""
     writer = _Writer(grammar, special)
     return {"type": "structural_tag", "format": writer.format(Ref(start), True)}
+
+
+def with_token_ids(tag: dict[str, Any], ids: Mapping[str, int]) -> dict[str, Any]:
+    """``tag`` with every ``token`` format naming its token by id (``ids``: token text to id, e.g. a tokenizer's
+    ``get_added_vocab()``), as vLLM needs it (see the module's notes)."""
+    def rewrite(node: Any) -> Any:
+        if isinstance(node, list):
+            return [rewrite(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if node.get("type") == "token" and isinstance(node.get("token"), str):
+            token = node["token"]
+            if token not in ids:
+                raise GrammarError(f"the special token {token!r} is not a token of the tokenizer; expected one of "
+                                   "its added tokens", code="unknown_token", field=token)
+            return {**node, "token": ids[token]}
+        return {key: rewrite(value) for key, value in node.items()}
+
+    return dict(rewrite(tag))

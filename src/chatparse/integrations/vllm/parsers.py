@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
@@ -35,6 +36,7 @@ from vllm.tool_parsers.tool_strict_level import ToolStrictLevel
 
 from chatparse.errors import ChatparseError
 from chatparse.grammar import tool_grammar
+from chatparse.grammar.structural_tag import with_token_ids
 from chatparse.integrations.serving import (
     PARSER_NAME as NAME,
 )
@@ -126,6 +128,55 @@ def _guarantee(request: Any, level: Any) -> tuple[str, str] | None:
     return None
 
 
+GRAMMAR_FORM_ENV = "CHATPARSE_GRAMMAR_FORM"  # "lark" or "structural_tag": overrides what the backend decides
+GRAMMAR_FORMS = ("lark", "structural_tag")
+
+
+def configured_backend(argv: Sequence[str] | None = None) -> str | None:
+    """The server's structured-output backend as configured (``--structured-outputs-config '{"backend": ...}'``
+    or ``--structured-outputs-config.backend ...``; None when not given: vLLM's ``auto``). A tool parser is
+    given no engine configuration, and vLLM's API server sets no current config: the command line is read, or
+    the current config where one is set (an engine process, a test)."""
+    try:
+        from vllm.config import get_current_vllm_config_or_none
+    except ImportError:
+        config = None
+    else:
+        config = get_current_vllm_config_or_none()
+    if config is not None:
+        return cast(str, config.structured_outputs_config.backend)
+    args = list(sys.argv if argv is None else argv)
+    for index, arg in enumerate(args):
+        name, eq, value = arg.partition("=")
+        name = name.replace("_", "-")
+        if name not in ("--structured-outputs-config", "--structured-outputs-config.backend"):
+            continue
+        if not eq:
+            value = args[index + 1] if index + 1 < len(args) else ""
+        if name.endswith(".backend"):
+            return value
+        try:
+            data = json.loads(value)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("backend"), str):
+            return str(data["backend"])
+    return None
+
+
+def grammar_form(argv: Sequence[str] | None = None) -> str:
+    """The form ``adjust_request`` sends: ``lark`` (``structured_outputs.grammar``) when the server's backend
+    is ``guidance`` (llguidance reads no ``format``-style structural tag), else ``structural_tag`` (xgrammar,
+    which vLLM's default ``auto`` backend picks for it). CHATPARSE_GRAMMAR_FORM overrides (a backend set in a
+    config file, an ``auto`` server that an earlier request already bound to guidance)."""
+    forced = os.environ.get(GRAMMAR_FORM_ENV, "").strip().lower().replace("-", "_")
+    if forced in GRAMMAR_FORMS:
+        return forced
+    if forced:
+        logger.warning("chatparse: %s=%r is none of %s; ignored", GRAMMAR_FORM_ENV, forced, list(GRAMMAR_FORMS))
+    return "lark" if configured_backend(argv) == "guidance" else "structural_tag"
+
+
 def _choice(request: Any) -> Any:
     choice = request.tool_choice
     if hasattr(choice, "model_dump"):
@@ -133,15 +184,19 @@ def _choice(request: Any) -> Any:
     return "auto" if choice is None else choice
 
 
+def added_vocab(tokenizer: Any) -> dict[str, int]:
+    """The tokenizer's added tokens and their ids (none for a tokenizer that does not say)."""
+    try:
+        return dict(tokenizer.get_added_vocab())
+    except AttributeError:
+        return {}
+
+
 def special_tokens(tokenizer: Any, template: CompiledTemplate) -> list[str]:
     """The tokenizer's added tokens that the template's markers use (llguidance counts every added token
     as special: the grammar must name them as tokens, not spell their bytes)."""
-    try:
-        added = tokenizer.get_added_vocab()
-    except AttributeError:
-        return []
     source = json.dumps(template.to_dict(), ensure_ascii=False)
-    return sorted(token for token in added if token and token in source)
+    return sorted(token for token in added_vocab(tokenizer) if token and token in source)
 
 
 # --- the unified parser -----------------------------------------------------------------------------
@@ -193,22 +248,27 @@ class ChatparseParser(Parser):  # type: ignore[misc]
         return request
 
     def _constrain(self, request: Any, guarantee: str, parameter: str) -> None:
-        """Constrain the model to the template's own call format (``chatparse.tool_grammar``, llguidance's Lark
-        through vLLM's ``structured_outputs.grammar``), from where reasoning ends when a reasoning parser runs,
-        as vLLM applies grammars. A template with no grammar is a 400 naming why."""
+        """Constrain the model to the template's own call format (``chatparse.tool_grammar``: xgrammar's
+        structural tag, or llguidance's Lark on the guidance backend, see ``grammar_form``), from where reasoning
+        ends when a reasoning parser runs, as vLLM applies grammars. A template with no grammar is a 400 naming
+        why."""
         if request.structured_outputs is not None and request.tool_choice == "auto":
             logger.warning("chatparse: the request's own structured output is kept; %s is not enforced", guarantee)
             return
+        form = grammar_form()
         try:
             grammar = tool_grammar(self.template, tool_dicts(request.tools) or [], tool_choice=_choice(request),
                                    parallel_tool_calls=request.parallel_tool_calls is not False,
                                    special_tokens=special_tokens(self.model_tokenizer, self.template),
                                    reasoning=self.reasoning_parser_cls is None)
+            structured = StructuredOutputsParams(grammar=grammar.lark) if form == "lark" else \
+                StructuredOutputsParams(structural_tag=json.dumps(with_token_ids(
+                    grammar.structural_tag, added_vocab(self.model_tokenizer))))
         except ChatparseError as exc:
             raise VLLMValidationError(
                 f"the chatparse parser cannot guarantee {guarantee} for this model's template: {exc}. Use "
                 "tool_choice='auto' with non-strict tools.", parameter=parameter) from exc
-        request.structured_outputs = StructuredOutputsParams(grammar=grammar.lark)
+        request.structured_outputs = structured
         request.response_format = None
 
     def is_reasoning_end(self, input_ids: list[int]) -> bool:
@@ -402,5 +462,5 @@ def _composer(original: Any) -> Any:
     return _compose_parser
 
 
-__all__ = ["GRAMMAR_ENV", "ChatparseParser", "ChatparseReasoningParser", "ChatparseToolParser", "decode", "delta_message",
-           "register", "server_template_for"]
+__all__ = ["GRAMMAR_ENV", "GRAMMAR_FORM_ENV", "ChatparseParser", "ChatparseReasoningParser", "ChatparseToolParser",
+           "configured_backend", "decode", "delta_message", "grammar_form", "register", "server_template_for"]

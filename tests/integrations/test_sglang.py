@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import shlex
 import types
 from collections.abc import AsyncIterator, Iterator
@@ -350,8 +351,23 @@ def test_guarantees_are_the_templates_grammar_as_a_structural_tag(tool_choice: A
     # tokenizer's added tokens that the template uses as token elements
     want = tool_grammar("qwen3", [tool], tool_choice=tool_choice, parallel_tool_calls=parallel, reasoning=False,
                         special_tokens=template_special_tokens(family_tokenizer("qwen3"), template_for_name("qwen3")))
-    assert tag.model_dump(by_alias=True) == StructuralTag.model_validate(want.structural_tag).model_dump(by_alias=True)
+    assert_within(want.structural_tag, tag.model_dump(by_alias=True))  # xgrammar's model only adds defaults
     assert '"<tool_call>"' in json.dumps(tag.model_dump(by_alias=True))
+
+
+def assert_within(part: Any, whole: Any, where: str = "") -> None:
+    """Every key and value of ``part`` is in ``whole`` (which may hold more keys)."""
+    if isinstance(part, dict):
+        assert isinstance(whole, dict), where
+        for key, value in part.items():
+            assert key in whole, f"{where}/{key}"
+            assert_within(value, whole[key], f"{where}/{key}")
+    elif isinstance(part, list):
+        assert isinstance(whole, list) and len(part) == len(whole), where
+        for index, (a, b) in enumerate(zip(part, whole, strict=True)):
+            assert_within(a, b, f"{where}[{index}]")
+    else:
+        assert part == whole, where
 
 
 def test_plain_auto_and_none_stay_unconstrained(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -429,9 +445,9 @@ def stop_tokens(family: str) -> list[int]:
     return [one[0] for one in ids if len(one) == 1]
 
 
-def rendered_calls(family: str) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
-    """The tools and each assistant turn with calls (and no content) that the family's real chat template
-    renders (tests/templates/rendered), cut at the template's end of turn, with its prompt."""
+def rendered_turns(family: str, *, calls_only: bool) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    """The tools and each assistant turn the family's real chat template renders (tests/templates/rendered),
+    cut at the template's end of turn, with its prompt; ``calls_only``: the turns with calls and no content."""
     data = json.loads((RENDERED / f"{family}.json").read_text(encoding="utf-8"))
     template = template_for_name(family)
     ends = get_template(family).get("chatparse", {}).get("end", [])
@@ -444,9 +460,22 @@ def rendered_calls(family: str) -> tuple[list[dict[str, Any]], list[tuple[str, s
         text = text[: min(found)[0]] if found else text
         prompt = data["renderings"][rendering["prompt_rendering"]]["text"]
         message = chatparse.parse_response(text, template, prefix=prompt, tools=data["tools_schema"])
-        if message.get("tool_calls") and not message.get("content"):
+        if not calls_only or (message.get("tool_calls") and not message.get("content")):
             turns.append((prompt, text))
     return data["tools_schema"], turns
+
+
+def assert_admits(family: str, constraint: Any, text: str) -> None:
+    """SGLang's grammar for ``constraint`` takes ``text`` token by token (from the reasoning's end when the
+    text reasons), and a stop token may end the turn there."""
+    tokenizer = family_tokenizer(family)
+    think_end = ReasoningParser(NAME, tokenizer=tokenizer).detector.think_end_token
+    grammar = sglang_grammar(family, constraint, reasoning=bool(think_end) and think_end in text)
+    for token in encode(tokenizer, text):
+        grammar.accept_token(token)  # raises ValueError naming the token the grammar refused
+    if not grammar.is_terminated():  # the text ends before the stop token that ends the turn
+        grammar.accept_token(stop_tokens(family)[0])
+    assert grammar.is_terminated(), text
 
 
 def sglang_grammar(family: str, constraint: Any, *, reasoning: bool) -> Any:
@@ -472,7 +501,10 @@ def sglang_grammar(family: str, constraint: Any, *, reasoning: bool) -> Any:
 
 
 RENDERED_FAMILIES = sorted(path.stem for path in RENDERED.glob("*.json")
-                           if path.stem not in NO_GRAMMAR and rendered_calls(path.stem)[1])
+                           if path.stem not in NO_GRAMMAR and rendered_turns(path.stem, calls_only=True)[1])
+# Strict auto tags SGLang's xgrammar (0.2.7) cannot compile yet: a negated class with U+1680 (the Unicode
+# whitespace of the JSON-ish trigger's free text) fails in its compiler ("bitset::set"; 0.2.8 compiles it).
+AUTO_GAPS = {"hermes": "bitset::set", "llama3_json": "bitset::set", "llama4_pythonic": "unsupported_regex"}
 
 
 @pytest.mark.parametrize("family", RENDERED_FAMILIES)
@@ -480,12 +512,9 @@ def test_the_tag_compiles_in_sglangs_xgrammar_backend_and_admits_real_renders(
         family: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each call turn the family's real chat template renders goes token by token through the grammar
     SGLang builds for ``required`` (and for the turn's one tool, named): its xgrammar backend behind the
-    reasoner wrapper, which starts the grammar where the reasoning ends when the output reasons. The turn
-    may end there, at a stop token."""
+    reasoner wrapper, which starts the grammar where the reasoning ends when the output reasons."""
     monkeypatch.setenv(TEMPLATE_ENV, family)
-    tokenizer = family_tokenizer(family)
-    tools, turns = rendered_calls(family)
-    think_end = ReasoningParser(NAME, tokenizer=tokenizer).detector.think_end_token
+    tools, turns = rendered_turns(family, calls_only=True)
     if family in TAG_GAPS:
         with pytest.raises(ValueError, match=rf"cannot guarantee .*\({TAG_GAPS[family]}\)"):
             _constraint(family, tools, "required")
@@ -494,17 +523,25 @@ def test_the_tag_compiles_in_sglangs_xgrammar_backend_and_admits_real_renders(
         calls = chatparse.parse_response(text, template_for_name(family), prefix=prompt,
                                          tools=tools).get("tool_calls") or []
         names = {call["function"]["name"] for call in calls}
-        choices: list[Any] = ["required"]
+        assert_admits(family, _constraint(family, tools, "required"), text)
         if len(names) == 1 and len(calls) == 1:
-            choices.append({"type": "function", "function": {"name": names.pop()}})
-        for choice in choices:
-            grammar = sglang_grammar(family, _constraint(family, tools, choice),
-                                     reasoning=bool(think_end) and think_end in text)
-            for token in encode(tokenizer, text):
-                grammar.accept_token(token)  # raises ValueError naming the token the grammar refused
-            if not grammar.is_terminated():  # the text ends before the stop token that ends the turn
-                grammar.accept_token(stop_tokens(family)[0])
-            assert grammar.is_terminated(), (choice, text)
+            assert_admits(family, _constraint(family, tools, {"type": "function", "function": {"name": names.pop()}}),
+                          text)
+
+
+@pytest.mark.parametrize("family", RENDERED_FAMILIES)
+def test_the_strict_auto_tag_admits_every_real_render(family: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``auto`` with strict tools: every assistant turn the real chat template renders, answers and calls."""
+    monkeypatch.setenv(TEMPLATE_ENV, family)
+    tools, turns = rendered_turns(family, calls_only=False)
+    strict = [{**tool, "function": {**tool["function"], "strict": True}} for tool in tools]
+    gap = TAG_GAPS.get(family) or AUTO_GAPS.get(family)
+    if gap is not None:
+        with pytest.raises((ValueError, AssertionError), match=re.escape(gap)):
+            assert_admits(family, _constraint(family, strict, "auto"), turns[0][1])
+        return
+    for _, text in turns:
+        assert_admits(family, _constraint(family, strict, "auto"), text)
 
 
 def test_the_grammar_refuses_a_call_the_choice_excludes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -572,7 +609,8 @@ def test_a_constrained_request_through_sglangs_chat_serving(tool_choice: Any,
         ids = encode(tokenizer, output)
         if stream:
             groups = tokens.groupings(ids, 7)["random 1-8 #0"]
-            serving.tokenizer_manager.steps = engine_steps(tokenizer, request, groups, "stop")  # type: ignore[attr-defined]
+            steps = engine_steps(tokenizer, request, groups, "stop")
+            serving.tokenizer_manager.steps = steps  # type: ignore[attr-defined]
             got = accumulate(asyncio.run(sse_chunks(serving, request)))
         else:
             final = engine_steps(tokenizer, request, [ids], "stop")[-1]

@@ -370,6 +370,24 @@ def assert_within(part: Any, whole: Any, where: str = "") -> None:
         assert part == whole, where
 
 
+def test_without_a_reasoning_parser_the_grammar_covers_the_reasoning(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SGLang starts a grammar at the first token when no reasoning parser runs (or its think_end_token is
+    empty): the tag then holds the reasoning block; with ``--reasoning-parser chatparse`` it starts after it."""
+    monkeypatch.setenv(TEMPLATE_ENV, "qwen3.5")
+    special = template_special_tokens(family_tokenizer("qwen3.5"), template_for_name("qwen3.5"))
+    assert ReasoningParser(NAME, tokenizer=family_tokenizer("qwen3.5")).detector.think_end_token == "</think>"
+    for reasoning_parser, covers_reasoning in ((NAME, False), (None, True)):
+        try:
+            _publish(tool_call_parser=NAME, reasoning_parser=reasoning_parser)
+            _, tag = _constraint("qwen3.5", [WEATHER], "required")
+        finally:
+            _publish(tool_call_parser=NAME, reasoning_parser=NAME)
+        want = tool_grammar("qwen3.5", [WEATHER], tool_choice="required", reasoning=covers_reasoning,
+                            special_tokens=special)
+        assert_within(want.structural_tag, tag.model_dump(by_alias=True))
+        assert ('"<think>"' in json.dumps(want.structural_tag)) == covers_reasoning
+
+
 def test_plain_auto_and_none_stay_unconstrained(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(TEMPLATE_ENV, "qwen3")
     assert _constraint("qwen3", [WEATHER], "auto") is None

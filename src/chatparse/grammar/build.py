@@ -46,6 +46,9 @@ BODY_MODULES: dict[str, str] = {
     "xml-parameters": "chatparse.grammar.body_xml_parameters",
     "python-calls": "chatparse.grammar.body_python_calls",
     "bare-key-object": "chatparse.grammar.body_bare_key_object",
+    "typed-parameters": "chatparse.grammar.body_typed_parameters",
+    "element-tree": "chatparse.grammar.body_element_tree",
+    "spellings": "chatparse.grammar.body_spellings",
 }
 # Turn layouts beyond reasoning then answer, written by modules of their own (each has
 # ``reasoning(builder, state) -> Node`` and ``answer(builder, choice, name, parallel) -> Node``), named by the
@@ -53,6 +56,7 @@ BODY_MODULES: dict[str, str] = {
 LAYOUT_MODULES: dict[str, str] = {
     "messages": "chatparse.grammar.layout_messages",
     "parts": "chatparse.grammar.layout_parts",
+    "sections": "chatparse.grammar.layout_sections",
 }
 BODIES = ("json-call", "json-arguments", *BODY_MODULES)
 # Whitespace a model writes between calls and around them when no separator is spelled out.
@@ -355,12 +359,31 @@ class Builder:
         thinking = self.plan.thinking
         if thinking is None or state in ("closed", "none"):
             return EMPTY
-        opened, closed = region_texts(thinking)
-        watched = self.plan.reasoning_watched
-        body = Until(rx_escape(closed), _excludes(watched, closed) + inside_excludes(watched, closed))
-        if state == "open":
+        spellings = block_spellings(thinking)
+        closes = [closed for _, closed in spellings]
+        body = _block_text(self.plan.reasoning_watched, closes)
+        if state == "open":  # (the prompt opened one of the spellings: its text ends at any close)
             return body
-        return opt(seq(lit(opened), body))
+        blocks = [seq(lit(opened), body) for opened, _ in spellings]
+        skip = _write(thinking).get("skip")  # how the model writes a block it skips (MiniMax M3's lone close)
+        return opt(alt(*blocks, *([lit(skip)] if isinstance(skip, str) else [])))
+
+
+def block_spellings(thinking: CompiledField) -> list[tuple[str, str]]:
+    """(open, close) of the reasoning block, then of its other spellings (the written form's ``also``: K2
+    Horizon's ``<ifm|think_fast>``...``</ifm|think_fast>`` by reasoning effort)."""
+    also = _write(thinking).get("also", [])
+    if not isinstance(also, list) or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(t, str) and t
+                                                                                         for t in p) for p in also):
+        raise _fail(f"Field '{thinking.name}': 'chatparse.write.also' must be a list of [open, close] pairs, found "
+                    f"{also!r}", "bad_write_form", field=thinking.name)
+    return [region_texts(thinking), *((p[0], p[1]) for p in also)]
+
+
+def _block_text(watched: tuple[str, ...], closes: list[str]) -> Node:
+    """A block's text up to its close (any of ``closes``, one free text per close: a close that is a special
+    token ends its text as a token), holding no other marker the parser watches."""
+    return alt(*(Until(rx_escape(c), _excludes(watched, c) + inside_excludes(watched, c)) for c in closes))
 
 
 def _layout(template: CompiledTemplate) -> Any:

@@ -26,21 +26,33 @@ if TYPE_CHECKING:
     from chatparse.tools.schema import Tool
 
 _MARKER = re.compile(r"<\|[^|<>\s]{1,64}\|>")
+# Keys of written forms that hold texts a model writes.
+_TEXT_KEYS = ("open", "close", "header", "call", "tail", "parameter")
 
 
 def _written(builder: Builder) -> list[str]:
-    """Every text the layout writes or the parser watches, markers and all."""
+    """Every text a layout writes or the parser watches, markers and all."""
     template = builder.template
     ext = template.ext
     texts: list[str] = [*ext.end, *ext.next_turn, *ext.drop, builder.form.begin, builder.form.end]
     for field in template.fields.values():
         form = field.ext.write or {}
-        texts.extend(v for k, v in form.items() if k in ("open", "close", "header", "call") and isinstance(v, str))
-        texts.extend(v for v in form.get("also", ()) if isinstance(v, str))
+        texts.extend(v for k, v in form.items() if k in _TEXT_KEYS and isinstance(v, str))
+        texts.extend(v for k in ("also", "group") for v in form.get(k) or () if isinstance(v, str))
     return texts
 
 
-def _markers(builder: Builder) -> tuple[str, ...]:
+def split_close(close: str) -> tuple[str, str]:
+    """``close`` as (its first marker token, the rest) when it starts with one and goes on (Kimi K3's
+    ``<|close|>`` + ``think<|sep|>``), else (``close``, ""): free text that ends at the token alone is the same
+    text, and a tokenizer that has the marker as a special token can end it there (llguidance matches no
+    special token inside a regex)."""
+    found = _MARKER.match(close)
+    return (found.group(), close[found.end():]) if found and found.end() < len(close) else (close, "")
+
+
+def markers(builder: Builder) -> tuple[str, ...]:
+    """The format's marker tokens (``<|...|>``) in every text the template writes or watches."""
     return tuple(sorted({m for text in _written(builder) for m in _MARKER.findall(text)}))
 
 
@@ -55,10 +67,10 @@ def _header(builder: Builder) -> str:
 
 def message_text(builder: Builder, stop: str | None) -> Node:
     """A message's text up to and including ``stop`` (None: up to the end of the output)."""
-    markers = _markers(builder)
+    found = markers(builder)
     if stop is None:
-        return Text(tuple(rx_escape(m) for m in markers), _partials(markers))
-    return Until(rx_escape(stop), tuple(rx_escape(m) for m in markers if m not in stop))
+        return Text(tuple(rx_escape(m) for m in found), _partials(found))
+    return Until(rx_escape(stop), tuple(rx_escape(m) for m in found if m not in stop))
 
 
 def reasoning(builder: Builder, state: str) -> Node:

@@ -45,7 +45,8 @@ Field level:
   ``{"open": "<think>", "close": "</think>"}`` or, for tool calls, ``{"call": "<tool_call>\\n{body}\\n</tool_call>",
   "body": "json-call"}``. Optional where the field's delimiters are literals. Other keys: ``separator``,
   ``group``, ``keys``, ``parameter``, ``values``, ``trigger``, ``avoid``, ``opens``, ``also`` (tool calls),
-  ``layout`` and ``header`` (content). JSON families: ``body`` ``json-list`` (``{body}`` is one JSON
+  ``spellings`` (tool calls), ``layout``, ``header`` and ``tail`` (content), ``skip`` and ``also``
+  (reasoning). JSON families: ``body`` ``json-list`` (``{body}`` is one JSON
   array of all the region's calls), ``arguments`` (spellings among ``json``, ``json-sorted``, ``python``,
   ``json-string``), ``{index}`` in ``call`` (a call counter); on content, ``open``/``close`` around the
   answer's text (markers the parser drops) and ``separator`` (a turn made of parts, each for a
@@ -229,7 +230,7 @@ def field_ext(name: str, spec: Mapping[str, Any], *, repeats: bool, join: str | 
 
 
 WRITE_KEYS = ("open", "close", "call", "body", "separator", "group", "keys", "parameter", "values", "trigger",
-              "avoid", "opens", "also", "layout", "header", "arguments")
+              "avoid", "opens", "also", "layout", "header", "arguments", "tail", "skip", "spellings")
 
 
 def _write(raw: Any, scope: str, field: str) -> Mapping[str, Any]:

@@ -14,6 +14,7 @@ the streamed chunks must equal the non-streaming message, and both chatparse's `
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import re
@@ -40,12 +41,12 @@ from xgrammar import StructuralTag
 
 import chatparse
 from chatparse.grammar import tool_grammar
-from chatparse.integrations.serving import CALLS_ENV, TEMPLATE_ENV, template_special_tokens
+from chatparse.integrations.serving import CALLS_ENV, TEMPLATE_ENV, reasoning_field, template_special_tokens
 from chatparse.integrations.sglang import ENTRY_POINT, ENTRY_POINT_GROUP, NAME, register
 from chatparse.integrations.sglang_detectors import ChatparseReasoningDetector, ChatparseToolDetector
 from chatparse.templates import get_template
 from tests import tokens
-from tests.grammar.test_builtins import NO_GRAMMAR
+from tests.grammar.test_builtins import NO_FREE_FORM_OBJECTS, NO_GRAMMAR, _free_form_objects_declared
 from tests.integrations.serving_cases import (
     CASE_IDS,
     CASES,
@@ -57,8 +58,8 @@ from tests.integrations.serving_cases import (
     served_case,
     without_ids,
 )
-from tests.integrations.tokenizers import encode, family_tokenizer
-from tests.templates.corpus_loader import case_id, load_case
+from tests.integrations.tokenizers import SAMPLE, byte_level, encode, family_tokenizer
+from tests.templates.corpus_loader import case_id, corpus_cases, load_case
 
 QWEN_HEADER = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
 
@@ -334,7 +335,7 @@ def _constraint(family: str, tools: list[dict[str, Any]], tool_choice: Any, para
     reasoning parser runs)."""
     request = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}], tools=tools,
                                     tool_choice=tool_choice, parallel_tool_calls=parallel)
-    parser = FunctionCallParser(request.tools, NAME, tokenizer=family_tokenizer(family))
+    parser = FunctionCallParser(request.tools, NAME, tokenizer=model_tokenizer(family))
     return parser.get_structure_constraint(request.tool_choice, parallel_tool_calls=parallel, thinking_mode=False)
 
 
@@ -410,8 +411,7 @@ def test_the_detector_claims_the_tool_format_only_with_a_grammar(monkeypatch: py
     assert not FunctionCallParser([], NAME, tokenizer=family_tokenizer(NO_GRAMMAR_FAMILY)).owns_tool_format()
 
 
-NO_GRAMMAR_FAMILY = "minimax_m3"
-assert NO_GRAMMAR_FAMILY in NO_GRAMMAR
+NO_GRAMMAR_FAMILY = sorted(NO_GRAMMAR)[0]  # a built-in with no grammar
 
 
 @pytest.mark.parametrize(("tool_choice", "strict", "parallel"), [
@@ -420,7 +420,8 @@ def test_a_template_without_a_grammar_refuses_guarantees(tool_choice: Any, stric
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(TEMPLATE_ENV, NO_GRAMMAR_FAMILY)
     tool = {"type": "function", "function": {**WEATHER["function"], "strict": strict}}
-    with pytest.raises(ValueError, match=r"cannot guarantee .*no_write_form.*tool_choice='auto' with non-strict"):
+    with pytest.raises(ValueError, match=rf"cannot guarantee .*\({NO_GRAMMAR[NO_GRAMMAR_FAMILY]}\).*tool_choice='auto' "
+                                         "with non-strict"):
         _constraint(NO_GRAMMAR_FAMILY, [tool], tool_choice, parallel)
 
 
@@ -456,10 +457,26 @@ def template_for_name(name: str) -> Any:
     return chatparse.load_template(get_template(name))
 
 
-def stop_tokens(family: str) -> list[int]:
+def _stop_names(family: str) -> list[str]:
+    return STOP_TOKENS.get(family) or get_template(family).get("chatparse", {}).get("end", [])
+
+
+@functools.cache
+def model_tokenizer(family: str) -> Any:
+    """The family's test tokenizer, with its end-of-turn markers as special tokens where the test tokenizer
+    spells them in pieces (a real model's stop token is one token)."""
     tokenizer = family_tokenizer(family)
-    names = STOP_TOKENS.get(family) or get_template(family).get("chatparse", {}).get("end", [])
-    ids = [tokenizer.encode(name, add_special_tokens=False) for name in names]
+    missing = [name for name in _stop_names(family) if len(tokenizer.encode(name, add_special_tokens=False)) != 1]
+    if not missing:
+        return tokenizer
+    special, tags = tokens.template_markers(get_template(family))
+    texts = [load_case(path)["output"] for name, path in corpus_cases() if name == family] + SAMPLE
+    return byte_level(texts, special=[*special, *missing], added=tags)
+
+
+def stop_tokens(family: str) -> list[int]:
+    tokenizer = model_tokenizer(family)
+    ids = [tokenizer.encode(name, add_special_tokens=False) for name in _stop_names(family)]
     return [one[0] for one in ids if len(one) == 1]
 
 
@@ -478,15 +495,28 @@ def rendered_turns(family: str, *, calls_only: bool) -> tuple[list[dict[str, Any
         text = text[: min(found)[0]] if found else text
         prompt = data["renderings"][rendering["prompt_rendering"]]["text"]
         message = chatparse.parse_response(text, template, prefix=prompt, tools=data["tools_schema"])
+        if closes_reasoning_otherwise(template, text):
+            continue
         if not calls_only or (message.get("tool_calls") and not message.get("content")):
             turns.append((prompt, text))
-    return data["tools_schema"], turns
+    tools = data["tools_schema"]
+    # (a family that writes objects as elements gets the free-form objects' properties, as in test_builtins)
+    return (_free_form_objects_declared(family, tools) if family in NO_FREE_FORM_OBJECTS else tools), turns
+
+
+def closes_reasoning_otherwise(template: Any, text: str) -> bool:
+    """Whether ``text`` closes its reasoning with another of the template's spellings than the one SGLang's
+    reasoner gate waits for (K2 Horizon's lower reasoning efforts: ``</ifm|think_fast>``). SGLang keeps one
+    reasoning end per server, so the grammar of such a turn never starts: a known gap (docs/sglang.md)."""
+    field = reasoning_field(template)
+    spellings = (template.fields[field].ext.write or {}).get("also") or [] if field else []
+    return any(close in text for _, close in spellings)
 
 
 def assert_admits(family: str, constraint: Any, text: str) -> None:
     """SGLang's grammar for ``constraint`` takes ``text`` token by token (from the reasoning's end when the
     text reasons), and a stop token may end the turn there."""
-    tokenizer = family_tokenizer(family)
+    tokenizer = model_tokenizer(family)
     think_end = ReasoningParser(NAME, tokenizer=tokenizer).detector.think_end_token
     grammar = sglang_grammar(family, constraint, reasoning=bool(think_end) and think_end in text)
     for token in encode(tokenizer, text):
@@ -506,7 +536,7 @@ def sglang_grammar(family: str, constraint: Any, *, reasoning: bool) -> Any:
 
     kind, tag = constraint
     key = convert_json_schema_to_str(tag.model_dump(by_alias=True))
-    tokenizer = family_tokenizer(family)
+    tokenizer = model_tokenizer(family)
     backend = XGrammarGrammarBackend(tokenizer, vocab_size=len(tokenizer), model_eos_token_ids=stop_tokens(family))
     parser = ReasoningParser(NAME, tokenizer=tokenizer)
     if not parser.detector.get_think_end_token_ids(tokenizer):  # SGLang then runs no reasoner wrapper

@@ -49,7 +49,7 @@ from chatparse.integrations.serving import (
     tool_dicts,
 )
 from chatparse.integrations.transformers import check_tokenizer
-from chatparse.openai import CONTENT_FIELD, TOOLS_FIELD
+from chatparse.openai import TOOLS_FIELD
 from chatparse.template.compile import CompiledTemplate, Delimiter
 
 logger = logging.getLogger("sglang.chatparse")
@@ -135,22 +135,28 @@ def _first_literal(delimiter: Delimiter | None, avoid: tuple[str, ...] = ()) -> 
 
 def _think_end(template: CompiledTemplate) -> str:
     """The reasoning detector's ``think_end_token``: the literal that closes the reasoning, or, for a close
-    given as a regex (``</think>`` or a call that starts without it), the close the model writes. "" for a
-    template that lays its turn out as messages (gpt-oss's channels) and one with no reasoning: SGLang then
-    starts a grammar at the first token, not where the reasoning ends."""
+    given as a regex (``</think>`` or a call that starts without it), the close the model writes. "" when the
+    template has no reasoning, or when its close also closes another field (gpt-oss's ``<|end|>`` ends every
+    message): SGLang then starts a grammar at the first token, not where the reasoning ends."""
     field = reasoning_field(template)
     if not field:
         return ""
     tool_field = template.fields.get(TOOLS_FIELD)
     tool_closers = _first_literal(tool_field.close) if tool_field is not None else ""
     literal = _first_literal(template.fields[field].close, (tool_closers,))
-    content = template.fields.get(CONTENT_FIELD)
-    if literal or (content is not None and (content.ext.write or {}).get("layout") is not None):
+    if literal:
         return literal
     try:
-        return region_texts(template.fields[field])[1]
+        written = region_texts(template.fields[field])[1]
     except ChatparseError:
         return ""
+    for name, other in template.fields.items():
+        closes = set(other.close.literals) if other.close is not None and other.close.literals else set()
+        with contextlib.suppress(ChatparseError):
+            closes.add(region_texts(other)[1])
+        if name != field and written in closes:
+            return ""
+    return written
 
 
 # --- reasoning ---------------------------------------------------------------------------------------------

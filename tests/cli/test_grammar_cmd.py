@@ -64,3 +64,17 @@ def test_lenient_lists_what_it_left_free(tmp_path: Path, capsys: pytest.CaptureF
     assert "[unsupported_schema]" in capsys.readouterr().err
     assert main(["grammar", "-t", "qwen3", "--tools", str(path), "--lenient"]) == 0
     assert "minimum" in capsys.readouterr().err
+
+
+def test_prints_the_gbnf_grammar(tools_file: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.grammar.gbnf_lark import gbnf_to_lark
+
+    assert main(["grammar", "-t", "qwen3_coder", "--tools", tools_file, "--tool-choice", "required",
+                 "--format", "gbnf"]) == 0
+    gbnf = capsys.readouterr().out
+    assert gbnf.startswith("root ::= ")
+    call = "<tool_call>\n<function=get_weather>\n<parameter=city>\nSeoul\n</parameter>\n</function>\n</tool_call>"
+    lark = gbnf_to_lark(gbnf)
+    assert accepts(lark, call)[0] and not accepts(lark, "Hello")[0]
+    assert main(["grammar", "-t", "llama4_pythonic", "--tools", tools_file, "--format", "gbnf"]) == 2
+    assert "[unsupported_regex]" in capsys.readouterr().err

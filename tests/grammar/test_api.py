@@ -111,6 +111,19 @@ def test_results_are_cached_by_request() -> None:
     assert tool_grammar("qwen3", WEATHER, tool_choice="auto") is not first
 
 
+def test_the_cache_tells_property_orders_apart() -> None:
+    # The grammar writes properties in schema order: the same properties in another order are another request.
+    ab = schema_tool({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}})
+    ba = schema_tool({"type": "object", "properties": {"b": {"type": "integer"}, "a": {"type": "string"}}})
+    tool_grammar("qwen3", ab, tool_choice="required")
+    grammar = tool_grammar("qwen3", ba, tool_choice="required")
+
+    def call(value: str) -> str:
+        return f'<tool_call>\n{{"name": "f", "arguments": {{"x": {value}}}}}\n</tool_call>'
+
+    assert admits(grammar, call('{"b": 1, "a": "s"}')) and not admits(grammar, call('{"a": "s", "b": 1}'))
+
+
 @pytest.mark.parametrize(("schema", "good", "bad"), [
     ({"type": "string", "enum": ["a", "b"]}, '"a"', '"c"'),
     ({"type": ["integer", "null"]}, "null", '"1"'),

@@ -5,6 +5,7 @@ that walks finish in a few hundred steps. What a walk writes is, by construction
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Sequence
 
@@ -16,6 +17,19 @@ EOS = TOKENIZER.eos_token
 # indentation and non-ASCII text.
 SPICE = ("\n", "  ", '"', "\\n", "é", "한국어", "🙂", "</", "<", ">", "{", "}", "[", "]", ",", ":", "=", " ",
          "</parameter>", "</function>", "<tool_call>", "</tool_call>", "<|im_end|>", "</think>", "```")
+
+
+@functools.lru_cache(maxsize=32)
+def _compiled(lark: str) -> llguidance.LLMatcher:
+    return llguidance.LLMatcher(TOKENIZER, lark)
+
+
+def matcher_of(lark: str, limits: llguidance.LLParserLimits | None = None) -> llguidance.LLMatcher:
+    """A fresh matcher of ``lark`` (compiling a grammar costs far more than copying a compiled one; with
+    ``limits``, compiled anew)."""
+    if limits is not None:
+        return llguidance.LLMatcher(TOKENIZER, lark, limits=limits)
+    return _compiled(lark).deep_copy()
 
 
 def allowed(matcher: llguidance.LLMatcher) -> list[int]:
@@ -38,7 +52,7 @@ def walk(lark: str, rng: random.Random, literals: Sequence[str], *, steps: int =
          stop_weight: float = 0.15, limits: llguidance.LLParserLimits | None = None) -> str | None:
     """One random output of ``lark`` (None when the walk did not finish within ``steps`` tokens); ``limits``:
     llguidance's parser limits (grammars of one rule per character need longer Earley rows)."""
-    matcher = llguidance.LLMatcher(TOKENIZER, lark, limits=limits)
+    matcher = matcher_of(lark, limits)
     assert not matcher.is_error(), matcher.get_error()
     out = bytearray()
     pool = list(literals) + list(SPICE)
@@ -84,7 +98,7 @@ def walk(lark: str, rng: random.Random, literals: Sequence[str], *, steps: int =
 
 def accepts(lark: str, text: str, limits: llguidance.LLParserLimits | None = None) -> tuple[bool, str]:
     """Whether ``lark`` admits all of ``text`` (and may end there); the reason when not."""
-    matcher = llguidance.LLMatcher(TOKENIZER, lark, limits=limits)
+    matcher = matcher_of(lark, limits)
     if matcher.is_error():
         return False, matcher.get_error()
     data = text.encode()

@@ -1,6 +1,6 @@
 """``chatparse grammar --template NAME --tools tools.json``: the grammar that makes a model write only what
-the template's parser reads (llguidance's Lark, or xgrammar's structural tag), for vLLM's
-``structured_outputs``, llguidance, xgrammar or a file."""
+the template's parser reads (llguidance's Lark, llama.cpp's GBNF or xgrammar's structural tag), for vLLM's
+``structured_outputs``, llguidance, llama.cpp, xgrammar or a file."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ _EXAMPLES = """examples:
   chatparse grammar --template qwen3_coder --tools tools.json --tool-choice required > calls.lark
   chatparse grammar --template qwen3 --tools tools.json --tool-choice get_weather --no-parallel
   chatparse grammar --template qwen3 --tools tools.json --prefix @prompt.txt --json
+  chatparse grammar --template qwen3 --tools tools.json --format gbnf > calls.gbnf   # llama.cpp
   chatparse grammar --template qwen3 --tools tools.json --special-token '<tool_call>' --format structural-tag"""
 
 
@@ -39,8 +40,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--lenient", action="store_true",
                    help="leave schema keywords a grammar cannot enforce (pattern, minimum, ...) free instead of "
                         "failing (listed on stderr)")
-    p.add_argument("--format", choices=("lark", "structural-tag"), default="lark",
-                   help="output form (lark: llguidance; structural-tag: xgrammar's, as JSON)")
+    p.add_argument("--format", choices=("lark", "gbnf", "structural-tag"), default="lark",
+                   help="output form (lark: llguidance; gbnf: llama.cpp; structural-tag: xgrammar's, as JSON)")
     p.add_argument("--json", action="store_true", help="print one JSON object (grammar, choice, reasoning, ...)")
     p.set_defaults(func=run)
 
@@ -56,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
                                parallel_tool_calls=not args.no_parallel, prefix=text_arg(args.prefix, "--prefix"),
                                special_tokens=args.special_token, lenient=args.lenient,
                                reasoning=not args.after_reasoning)
-        written: Any = grammar.structural_tag if args.format == "structural-tag" else grammar.lark
+        written: Any = grammar.structural_tag if args.format == "structural-tag" else \
+            grammar.gbnf if args.format == "gbnf" else grammar.lark
     except (ChatparseError, CliError) as exc:
         return report("grammar", exc)
     if grammar.unenforced:

@@ -12,7 +12,7 @@ from typing import Any
 
 from chatparse.engine import ResponseParser
 from chatparse.grammar.build import CHOICES, Builder, region_texts
-from chatparse.grammar.ir import Grammar, seq
+from chatparse.grammar.ir import Grammar, Ref, seq
 from chatparse.grammar.jsonschema import GrammarError
 from chatparse.grammar.lark import to_lark
 from chatparse.grammar.structural_tag import to_structural_tag
@@ -28,7 +28,8 @@ _LOCK = threading.Lock()
 class ToolGrammar:
     """The grammar of what a model may write after the prompt, up to and including the end of its turn.
 
-    ``lark`` is llguidance's Lark dialect, ``structural_tag`` xgrammar's structural tag. ``tool_choice`` is ``"auto"``, ``"required"``, ``"none"`` or
+    ``lark`` is llguidance's Lark dialect; ``gbnf`` (computed on first use) is llama.cpp's GBNF,
+    ``structural_tag`` xgrammar's structural tag. ``tool_choice`` is ``"auto"``, ``"required"``, ``"none"`` or
     the name of the one tool to call; ``reasoning`` says how the grammar starts: ``"open"`` (the prompt
     opened the reasoning block: free text up to its close first), ``"optional"`` (the model may open one)
     or ``"none"``. ``unenforced`` lists schema keywords a lenient grammar left free.
@@ -42,6 +43,14 @@ class ToolGrammar:
     unenforced: tuple[str, ...] = ()
     special_tokens: tuple[str, ...] = ()
     grammar: Grammar = field(default_factory=Grammar, repr=False, compare=False)
+
+    @functools.cached_property
+    def gbnf(self) -> str:
+        """The same grammar as llama.cpp's GBNF (start rule ``root``; ``special_tokens`` as ``<token>``),
+        written on first use: free text and regex terminals become rules of characters."""
+        from chatparse.grammar.gbnf import to_ebnf
+
+        return to_ebnf(self.grammar, Ref("turn"), dialect="gbnf", special=self.special_tokens)
 
     @functools.cached_property
     def structural_tag(self) -> dict[str, Any]:
@@ -117,9 +126,10 @@ def tool_grammar(
     """
     compiled = load_template(template)
     tool_list: list[Tool] = [as_tool(t) for t in tools]
+    # (keys in their order: a schema's property order is the order the grammar writes them in)
     key = json.dumps([_template_key(template, compiled), [t.to_dict() for t in tool_list],
                       tool_choice, parallel_tool_calls, prefix, sorted(special_tokens), lenient, reasoning],
-                     sort_keys=True, default=str)
+                     default=str)
     with _LOCK:
         hit = _CACHE.get(key)
         if hit is not None:

@@ -15,6 +15,7 @@ followed by structure. Other values are JSON (an enum or a constant: its values,
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -63,19 +64,20 @@ def _fail(message: str) -> GrammarError:
 
 def write(builder: Any, tool: Any, begin: str, end: str) -> Node:
     """One call of ``tool``: ``begin``, its parameters, ``end``."""
-    return seq(lit(begin), _Parameters(builder, tool, end).node())
+    return seq(lit(begin), _Parameters(_form(builder, end), tool).node())
 
 
-class _Parameters:
-    """The parameters of one call (rules shared through ``builder.grammar``)."""
+class _Form:
+    """How parameters are written for one builder and call end: what every tool's parameters share (the
+    string values' free text, the typed values' string character, rules)."""
 
-    def __init__(self, builder: Any, tool: Any, end: str) -> None:
+    def __init__(self, builder: Any, end: str) -> None:
         form = builder.form
         template = form.parameter
         if template.count("{key}") != 1 or template.count("{value}") != 1 or \
                 template.index("{key}") > template.index("{value}"):
             raise _fail(f"'chatparse.write.parameter' must hold '{{key}}' then '{{value}}', found {template!r}")
-        self.builder, self.tool, self.end = builder, tool, end
+        self.builder, self.end = builder, end
         self.head, rest = template.split("{key}")
         self.between, self.tail = rest.split("{value}")
         self.marker, self.head_marker = self.tail.strip(), self.head.lstrip()
@@ -88,11 +90,6 @@ class _Parameters:
         values = form.values
         self.python = values.get("syntax") == "python"
         self.xml_text = values.get("text") == "xml"
-        schema = dict(tool.parameters)
-        self.schema = schema
-        self.props: dict[str, Any] = dict(schema.get("properties") or {})
-        self.required = set(schema.get("required") or ())
-        self.names = list(self.props)
         # What the parser takes as structure after a value's close: the next parameter, the markers of the
         # call's end, the region's close, and every marker it watches in the turn.
         ends = re.findall(r"<[^<>]+>", self.following)
@@ -103,73 +100,20 @@ class _Parameters:
         # character (nor, for XML text, a reference's).
         firsts = {_first_symbol(w) for w in (self.marker, *self.structure)} | ({"&"} if self.xml_text else set())
         self.banned = "".join(sorted(_class_char(c) for c in firsts))
-        builder.schemas.string_char = STRING_CHAR.replace('[^"', f'[^{self.banned}"', 1)
         self.closing, self.bare = _value_close(self.between, self.tail)
         # A parser that splits the region into calls first (xml-invokes) reads a call's tags anywhere.
         opener = re.match(r"\s*(<[^\s{>]+)", form.begin)
         self.call_tags = [opener.group(1), self.end_marker] if \
             builder.plan.calls.content == "xml-invokes" and opener else []
-        self.picks: dict[int, Node] = {}
-
-    def node(self) -> Node:
-        first, may_end = self.more(0)
-        options: list[Node] = []
-        if first is not None:
-            options.append(seq(LAYOUT, lit(self.head), first))
-        if may_end:
-            options.append(seq(LAYOUT, lit(self.end)))
-        return alt(*options)
-
-    def more(self, i: int) -> tuple[Node | None, bool]:
-        """(the choice of the next member from ``i`` on, None if none may come; whether the call may end)."""
-        may_end = not any(n in self.required for n in self.names[i:])
-        return (self.pick(i) if i < len(self.names) else None), may_end
-
-    def pick(self, i: int) -> Node:
-        if i not in self.picks:
-            self.picks[i] = EMPTY  # placeholder against re-entry
-            options: list[Node] = []
-            for j in range(i, len(self.names)):
-                sub = self.props[self.names[j]]
-                between = self.between.replace("{string}", "true" if _text_value(sub) else "false")
-                options.append(seq(lit(self.names[j]), _tags_apart(between), self.member(j)))
-                if self.names[j] in self.required:
-                    break
-            self.picks[i] = self.builder.grammar.add("param", alt(*options))
-        return self.picks[i]
-
-    def member(self, j: int) -> Node:
-        """Member ``j``'s value and what follows it: the next member or the call's end."""
-        nxt, may_end = self.more(j + 1)
-        sub = self.props[self.names[j]]
-        if _raw_string(sub) and not self.xml_text:
-            options: list[Node] = []
-            if nxt is not None:
-                options.append(seq(self.stop(self.head_marker), nxt))
-            if may_end:
-                options.append(seq(self.stop(self.end_marker), lit(self.following[len(self.end_marker):])))
-            return alt(*options)
-        written = _written_literals(sub)
-        if _raw_string(sub):
-            value = self.element_text()
-        elif written is not None:  # an enum or a constant: strings raw, as the chat template writes them
-            value = alt(*(Lit(v) for v in written))
-        elif isinstance(sub, Mapping) and sub.get("type") == "boolean":  # chat templates write Python's too
-            value = alt(*(Lit(v) for v in ("true", "false", "True", "False")))
-        else:
-            where = f"tools/{self.tool.name}/parameters/properties/{self.names[j]}"
-            value = self.builder.schemas.value(sub, where, self.schema)
-            if self.python:
-                value = alt(value, self.as_python(value))
-        after: list[Node] = []
-        if nxt is not None:
-            after.append(seq(LAYOUT, lit(self.head_marker), nxt))
-        if may_end:
-            after.append(seq(LAYOUT, lit(self.end)))  # the call's end with its layout (a string's stop holds it)
-        return seq(value, lit(self.tail), alt(*after))  # no whitespace around it: the parser keeps it
+        self.stops: dict[str, Until] = {}
+        self.pythons: dict[int, tuple[Node, Node]] = {}  # by id: (a JSON value's node, as Python literals)
+        self._element_text: Node | None = None
 
     def stop(self, cont: str) -> Until:
         """A string value, its close and ``cont`` (the next structure's first marker)."""
+        hit = self.stops.get(cont)
+        if hit is not None:
+            return hit
         # Nothing but ``cont`` follows a close inside a value: other structure (the parser's), stray text before
         # the call's end, anything at all (so a close is the value's last one: walks and models move on).
         others = [w for w in self.structure if w.startswith(cont) and w != cont]
@@ -183,16 +127,28 @@ class _Parameters:
             excludes += [rx_escape(self.call_tags[0]), rx_escape(self.call_tags[1]) + "(?s:.)"]
         # (at the value's start when the head ends with a newline)
         not_start = (rx_escape(self.head_marker),) if self.between.endswith("\n") else ()
-        return Until(self.closing + _SHORT_GAP + rx_escape(cont), tuple(dict.fromkeys(excludes)), not_start)
+        stop = self.stops[cont] = Until(self.closing + _SHORT_GAP + rx_escape(cont), tuple(dict.fromkeys(excludes)),
+                                        not_start)
+        return stop
 
     def element_text(self) -> Node:
         """XML element text: raw text without ``<`` or ``&``, or one CDATA section that holds no marker."""
-        markers = [self.marker, *self.structure]
-        cdata = Until(rx_escape(_CDATA_CLOSE), (trie(markers),))
-        return opt(alt(Rx(r"[^<&]+"), seq(Lit(_CDATA_OPEN), cdata)))
+        if self._element_text is None:
+            markers = [self.marker, *self.structure]
+            cdata = Until(rx_escape(_CDATA_CLOSE), (trie(markers),))
+            self._element_text = opt(alt(Rx(r"[^<&]+"), seq(Lit(_CDATA_OPEN), cdata)))
+        return self._element_text
 
     def as_python(self, node: Node) -> Node:
         """``node`` (JSON texts) as Python literals: strings quoted ``'...'``, ``True`` ``False`` ``None``."""
+        hit = self.pythons.get(id(node))
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        written = self._as_python(node)
+        self.pythons[id(node)] = (node, written)
+        return written
+
+    def _as_python(self, node: Node) -> Node:
         if isinstance(node, Lit):
             return Lit(_python_text(node.text))
         if isinstance(node, Rx):
@@ -214,6 +170,104 @@ class _Parameters:
                 rules[name] = self.as_python(rules[node.name])
             return Ref(name)
         return node
+
+
+def _form(builder: Any, end: str) -> _Form:
+    # (by what _Form reads: the call end and the call form, which a body of several spellings switches)
+    call = builder.form
+    key = (__name__, end, call.parameter, call.begin, repr(call.values))
+    form: _Form | None = builder.made.get(key)
+    if form is None:
+        form = builder.made[key] = _Form(builder, end)
+    # (typed values' strings avoid the markers' first characters: the builder's schemas write them so)
+    builder.schemas.string_char = STRING_CHAR.replace('[^"', f'[^{form.banned}"', 1)
+    return form
+
+
+class _Parameters:
+    """The parameters of one call (rules shared through ``builder.grammar``)."""
+
+    def __init__(self, form: _Form, tool: Any) -> None:
+        self.form, self.tool = form, tool
+        schema = dict(tool.parameters)
+        self.schema = schema
+        self.props: dict[str, Any] = dict(schema.get("properties") or {})
+        self.required = set(schema.get("required") or ())
+        self.names = list(self.props)
+        self.picks: dict[int, Node] = {}
+        self.options: dict[int, Node] = {}
+
+    def node(self) -> Node:
+        form = self.form
+        first, may_end = self.more(0)
+        options: list[Node] = []
+        if first is not None:
+            options.append(seq(LAYOUT, lit(form.head), first))
+        if may_end:
+            options.append(seq(LAYOUT, lit(form.end)))
+        return alt(*options)
+
+    def more(self, i: int) -> tuple[Node | None, bool]:
+        """(the choice of the next member from ``i`` on, None if none may come; whether the call may end)."""
+        may_end = not any(n in self.required for n in self.names[i:])
+        return (self.pick(i) if i < len(self.names) else None), may_end
+
+    def pick(self, i: int) -> Node:
+        if i not in self.picks:
+            self.picks[i] = EMPTY  # placeholder against re-entry
+            options: list[Node] = []
+            for j in range(i, len(self.names)):
+                options.append(self.option(j))
+                if self.names[j] in self.required:
+                    break
+            one = options[0] if len(options) == 1 and isinstance(options[0], Ref) else None
+            self.picks[i] = one or self.form.builder.grammar.add("param", alt(*options))
+        return self.picks[i]
+
+    def option(self, j: int) -> Node:
+        """Member ``j`` (its key, its value, what follows it): the same in the choice from each ``i <= j`` that
+        may skip to it, so one rule where there are several (an optional member before it)."""
+        hit = self.options.get(j)
+        if hit is None:
+            sub = self.props[self.names[j]]
+            between = self.form.between.replace("{string}", "true" if _text_value(sub) else "false")
+            hit = seq(lit(self.names[j]), _tags_apart(between), self.member(j))
+            if j and self.names[j - 1] not in self.required:
+                hit = self.form.builder.grammar.add("member", hit)
+            self.options[j] = hit
+        return hit
+
+    def member(self, j: int) -> Node:
+        """Member ``j``'s value and what follows it: the next member or the call's end."""
+        form = self.form
+        nxt, may_end = self.more(j + 1)
+        sub = self.props[self.names[j]]
+        raw = _raw_string(sub)
+        if raw and not form.xml_text:
+            options: list[Node] = []
+            if nxt is not None:
+                options.append(seq(form.stop(form.head_marker), nxt))
+            if may_end:
+                options.append(seq(form.stop(form.end_marker), lit(form.following[len(form.end_marker):])))
+            return alt(*options)
+        written = _written_literals(sub)
+        if raw:
+            value = form.element_text()
+        elif written is not None:  # an enum or a constant: strings raw, as the chat template writes them
+            value = alt(*(Lit(v) for v in written))
+        elif isinstance(sub, Mapping) and sub.get("type") == "boolean":  # chat templates write Python's too
+            value = alt(*(Lit(v) for v in ("true", "false", "True", "False")))
+        else:
+            where = f"tools/{self.tool.name}/parameters/properties/{self.names[j]}"
+            value = form.builder.schemas.value(sub, where, self.schema)
+            if form.python:
+                value = alt(value, form.as_python(value))
+        after: list[Node] = []
+        if nxt is not None:
+            after.append(seq(LAYOUT, lit(form.head_marker), nxt))
+        if may_end:
+            after.append(seq(LAYOUT, lit(form.end)))  # the call's end with its layout (a string's stop holds it)
+        return seq(value, lit(form.tail), alt(*after))  # no whitespace around it: the parser keeps it
 
 
 def _python_text(text: str) -> str:
@@ -255,6 +309,7 @@ def _class_char(ch: str) -> str:
     return rx_escape(ch) if ch not in "]^\\-" else "\\" + ch
 
 
+@functools.lru_cache(maxsize=256)
 def _tags_apart(text: str) -> Node:
     """``text`` with optional layout where one tag ends and the next begins (``</arg_key><arg_value>``)."""
     parts = re.split(r"(?<=>)[ \t\n]*(?=<)", text)

@@ -242,6 +242,8 @@ class Builder:
         self.form = call_form(self.plan.calls)
         self._bodies: dict[str, Node] = {}
         self._calls: dict[tuple[str, str], Node] = {}
+        self._respellers: dict[str, Any] = {}
+        self.made: dict[Any, Any] = {}  # what body modules make once per builder (keys name the module)
         self.layout = _layout(template)
 
     # -- one call -------------------------------------------------------------------------------------
@@ -272,8 +274,8 @@ class Builder:
 
     def arguments(self, tool: Any) -> Node:
         where = f"tools/{tool.name}/parameters"
-        return alt(*(respell(self.grammar, self.schemas.value(spelled_schema(dict(tool.parameters), s), where), s)
-                     for s in self.form.arguments))
+        return alt(*(respell(self.grammar, self.schemas.value(spelled_schema(dict(tool.parameters), s), where), s,
+                             self._respellers) for s in self.form.arguments))
 
     def json_call(self, tool: Any) -> Node:
         keys = self.form.keys

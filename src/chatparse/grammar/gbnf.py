@@ -14,13 +14,22 @@ from typing import Literal
 
 from chatparse.grammar.ir import Alt, Grammar, Lit, Node, Ref, Rep, Rx, Seq, Text, Until, rx_escape
 from chatparse.grammar.jsonschema import GrammarError
-from chatparse.grammar.regular import DFA, Chars, Tree, chars_negate, regex_tree, text_dfa, until_dfa
+from chatparse.grammar.regular import (
+    DFA,
+    Chars,
+    Tree,
+    chars_negate,
+    non_empty,
+    nullable,
+    regex_tree,
+    text_dfa,
+    until_dfa,
+)
 
 Dialect = Literal["gbnf", "xgrammar"]
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
 _ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", '"': '\\"', "[": "\\[", "]": "\\]"}
 _CLASS_SPECIALS = '\\]["^-'
-
 
 
 def _char(code: int, specials: str) -> str:
@@ -34,7 +43,12 @@ def _char(code: int, specials: str) -> str:
     return f"\\u{code:04X}" if code <= 0xFFFF else f"\\U{code:08X}"
 
 
+_LITERAL_ESCAPES = {code: _char(code, '"\\') for code in (*range(0x20), 0x22, 0x5C, 0x7F)}
+
+
 def quote(text: str) -> str:
+    if text.isascii() or text.isprintable():
+        return f'"{text.translate(_LITERAL_ESCAPES)}"'
     return '"' + "".join(_char(ord(ch), '"\\') for ch in text) + '"'
 
 
@@ -61,6 +75,9 @@ class _Writer:
         self.lines: list[str] = []
         self._free: dict[Node, str] = {}
         self._regex: dict[str, str] = {}
+        self._literals: dict[str, str] = {}
+        self._nullable_rules: set[str] | None = None  # (computed on first need)
+        self._automata: dict[int, tuple[DFA, str]] = {}
         self._exprs: dict[int, tuple[Node, str]] = {}
         self._counter = 0
 
@@ -86,6 +103,12 @@ class _Writer:
     # --- literals and terminals ---------------------------------------------------------------------------
 
     def literal(self, text: str) -> str:
+        hit = self._literals.get(text)
+        if hit is None:
+            hit = self._literals[text] = self._literal(text)
+        return hit
+
+    def _literal(self, text: str) -> str:
         parts: list[str] = []
         rest = text
         while rest:
@@ -105,10 +128,11 @@ class _Writer:
             raise GrammarError(f"the special token {tok!r} has no spelling in xgrammar's EBNF; expected a "
                                "token-free part (the structural tag writes tokens itself)", code="special_token",
                                field=tok)
-        if ">" in tok or not tok:
-            raise GrammarError(f"the special token {tok!r} cannot be written as a GBNF token reference <...>",
-                               code="special_token", field=tok)
-        return f"<{tok}>"
+        if not (tok.startswith("<") and tok.endswith(">") and len(tok) > 2 and ">" not in tok[1:-1]):
+            raise GrammarError(f"the special token {tok!r} is no <...> text, which GBNF names only by its id "
+                               "(<[id]>); expected special tokens written <like-this>", code="special_token",
+                               field=tok)
+        return tok
 
     def regex(self, pattern: str) -> str:
         hit = self._regex.get(pattern)
@@ -127,6 +151,11 @@ class _Writer:
         if kind == "alt":
             return " | ".join(self.tree(item) for item in tree[1])
         _, low, high, inner = tree
+        if high is None and nullable(inner):  # x* with x nullable is (x without the empty text)*
+            part = non_empty(inner)
+            if part is not None and part[0] == "rep" and part[1:3] == (1, None):
+                part = part[3]  # (x+)* is x*
+            return '""' if part is None else self.repeat(self.tree_atom(part), 0, None)
         return self.repeat(self.tree_atom(inner), low, high)
 
     def tree_atom(self, tree: Tree) -> str:
@@ -134,7 +163,8 @@ class _Writer:
         return f"({text})" if tree[0] != "chars" else text
 
     def never(self) -> str:
-        raise GrammarError("a regex with an empty character class matches nothing", code="unsupported_regex")
+        raise GrammarError("an empty character class or a choice of no options matches nothing; expected at "
+                           "least one option", code="empty_language")
 
     @staticmethod
     def repeat(atom: str, low: int, high: int | None) -> str:
@@ -164,24 +194,31 @@ class _Writer:
                 dfa = until_dfa(node.stop, node.excludes, node.not_start)
         else:
             dfa = text_dfa(node.excludes, node.partial, node.not_start)
-        start = self.automaton(dfa, "until" if isinstance(node, Until) else "text")
+        start = self.automaton(dfa, "until" if isinstance(node, Until) and not after else "text")
         hit = self._free[node] = start + after
         return hit
 
     def automaton(self, dfa: DFA, stem: str) -> str:
-        """One rule per state of ``dfa`` (a state that accepts and has no edges is no rule: an edge into it
-        ends the text); the start state's name."""
+        """One rule per state of ``dfa``, its loop on itself written ``[...]*`` (engines that read a grammar
+        as Earley items then need no item per character of free text); a state that accepts and has no
+        edges is no rule (an edge into it ends the text). Returns the start state's name."""
+        hit = self._automata.get(id(dfa))
+        if hit is not None and hit[0] is dfa:
+            return hit[1]
         names = [self.fresh(stem) for _ in dfa.edges]
         for state, edges in enumerate(dfa.edges):
             if state and not edges:
                 continue
-            options = []
-            for chars, nxt in edges:
-                klass = char_class(chars)
-                options.append(klass if not dfa.edges[nxt] else f"{klass} {names[nxt]}")
-            if dfa.accepting[state]:
+            loop = next((chars for chars, nxt in edges if nxt == state), None)
+            options = [char_class(chars) if not dfa.edges[nxt] else f"{char_class(chars)} {names[nxt]}"
+                       for chars, nxt in edges if nxt != state]
+            if dfa.accepting[state] and (options or loop is None):
                 options.append('""')
-            self.lines.append(f"{names[state]} ::= {' | '.join(options)}")
+            body = " | ".join(options)
+            if loop is not None:
+                body = f"{char_class(loop)}*" + (f" ({body})" if len(options) > 1 else f" {body}" if options else "")
+            self.lines.append(f"{names[state]} ::= {body}")
+        self._automata[id(dfa)] = (dfa, names[0])
         return names[0]
 
     # --- rules --------------------------------------------------------------------------------------------
@@ -209,10 +246,40 @@ class _Writer:
         if isinstance(node, Alt):
             return " | ".join(self.expr(item) for item in node.items) if node.items else self.never()
         if isinstance(node, Rep):
+            if node.max is None and self.dialect == "gbnf" and self.nullable(node.item):
+                raise GrammarError(f"an unbounded repetition of {self.expr(node.item)}, which can be empty: llama.cpp "
+                                   "writes x* as r ::= x r | and refuses that as left recursion; expected an item "
+                                   "that writes at least one character", code="nullable_repeat")
             return self.repeat(self.atom(node.item), node.min, node.max)
         if isinstance(node, Until | Text):
             return self.free(node)
         raise TypeError(f"unknown grammar node {node!r}")
+
+    def nullable(self, node: Node) -> bool:
+        """Whether ``node`` can match the empty text (free text counted as able to)."""
+        if self._nullable_rules is None:
+            found: set[str] = set()
+            self._nullable_rules = found
+            changed = True
+            while changed:
+                changed = False
+                for name, body in self.grammar.rules.items():
+                    if name not in found and self.nullable(body):
+                        found.add(name)
+                        changed = True
+        if isinstance(node, Lit):
+            return not node.text
+        if isinstance(node, Rx):
+            return nullable(regex_tree(node.pattern))
+        if isinstance(node, Ref):
+            return node.name in self._nullable_rules
+        if isinstance(node, Seq):
+            return all(self.nullable(item) for item in node.items)
+        if isinstance(node, Alt):
+            return any(self.nullable(item) for item in node.items)
+        if isinstance(node, Rep):
+            return node.min == 0 or self.nullable(node.item)
+        return isinstance(node, Text) or (isinstance(node, Until) and nullable(regex_tree(node.stop)))
 
     def wrapped(self, node: Node) -> str:
         """``node`` as one item of a sequence."""

@@ -104,12 +104,10 @@ EMPTY = Seq(())
 
 def seq(*items: Node) -> Node:
     flat: list[Node] = []
-    for item in items:
-        if isinstance(item, Seq):
+    for item in items:  # (exact types: the fastest test)
+        if type(item) is Seq:
             flat.extend(item.items)
-        elif isinstance(item, Lit) and not item.text:
-            continue
-        else:
+        elif type(item) is not Lit or item.text:
             flat.append(item)
     if len(flat) == 1:
         return flat[0]
@@ -118,9 +116,9 @@ def seq(*items: Node) -> Node:
 
 def alt(*items: Node) -> Node:
     unique: list[Node] = []
-    seen: set[int] = set()
+    seen: set[int | str] = set()
     for item in items:  # by identity (deep equality is costly); literals by text
-        key = hash(("lit", item.text)) if isinstance(item, Lit) else id(item)
+        key = item.text if type(item) is Lit else id(item)
         if key not in seen:
             seen.add(key)
             unique.append(item)

@@ -52,6 +52,19 @@ def json_string(min_len: int = 0, max_len: int | None = None, char: str = STRING
     return Rx(f'"{char}{count}"')
 
 
+# ``json.dumps(value, ensure_ascii=False)`` without making an encoder per call.
+json_text = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def _schema_key(schema: Mapping[str, Any], root: Any, string_char: str) -> str:
+    """What a schema's grammar depends on, as text: the schema (its ``repr``: key order counts, and so do
+    types, ``1`` and ``True``), the string character and, where it refers to definitions, its root's."""
+    text = repr(schema)
+    if "'$ref'" in text:
+        text += repr([root.get("$defs"), root.get("definitions")] if isinstance(root, Mapping) else None)
+    return string_char + "\x00" + text
+
+
 class SchemaGrammar:
     """Writes JSON Schemas into ``grammar``; one instance per tool set (it names rules for ``$defs``)."""
 
@@ -62,12 +75,26 @@ class SchemaGrammar:
         self.string_char = string_char
         self.unenforced: list[str] = []
         self._any: Ref | None = None
-        self._defs: dict[tuple[int, str], Ref] = {}
+        # By the root's id (the root kept, so that its id names no other schema while this lives).
+        self._defs: dict[tuple[int, str], tuple[Any, Ref]] = {}
+        self._values: dict[str, Node] = {}  # by the schema's JSON text (tools repeat sub-schemas)
 
     # -- the whole value ------------------------------------------------------------------------------
     def value(self, schema: Any, where: str, root: Any = None) -> Node:
-        """The JSON texts ``schema`` admits (``where`` names it in errors)."""
+        """The JSON texts ``schema`` admits (``where`` names it in errors). Equal schemas give one node
+        (shared rules), except under ``lenient``, where each place's unenforced keywords are listed."""
         root = schema if root is None else root
+        key = None if self.lenient or not isinstance(schema, Mapping) else _schema_key(schema, root, self.string_char)
+        if key is not None:
+            hit = self._values.get(key)
+            if hit is not None:
+                return hit
+        node = self._value(schema, where, root)
+        if key is not None:
+            self._values[key] = node
+        return node
+
+    def _value(self, schema: Any, where: str, root: Any) -> Node:
         if schema is True or schema == {} or schema is None:
             return self.any_value()
         if schema is False:
@@ -80,13 +107,13 @@ class SchemaGrammar:
         if "$ref" in schema:
             return self._ref(schema["$ref"], where, root)
         if "const" in schema:
-            return lit(json.dumps(schema["const"], ensure_ascii=False))
+            return lit(json_text(schema["const"]))
         if "enum" in schema:
             values = schema["enum"]
             if not isinstance(values, list) or not values:
                 raise GrammarError(f"Schema at {where}: enum must be a non-empty list", code="bad_schema",
                                    path=where)
-            return alt(*(lit(json.dumps(v, ensure_ascii=False)) for v in values))
+            return alt(*(lit(json_text(v)) for v in values))
         for key in ("anyOf", "oneOf"):
             if key in schema:
                 members = schema[key]
@@ -137,16 +164,16 @@ class SchemaGrammar:
         section, name = ref[2:].split("/", 1)
         key = (id(root), ref)
         if key in self._defs:
-            return self._defs[key]
+            return self._defs[key][1]
         target = (root.get(section) or {}).get(name) if isinstance(root, Mapping) else None
         if target is None:
             raise GrammarError(f"Schema $ref {ref!r} at {where} names no definition", code="bad_schema",
                                path=where)
         rule = f"def_{len(self._defs) + 1}"
-        self._defs[key] = Ref(rule)
+        self._defs[key] = (root, Ref(rule))
         self.grammar.rules[rule] = EMPTY  # placeholder while the definition is written (recursion)
         self.grammar.rules[rule] = self.value(target, f"{section}/{name}", root)
-        return self._defs[key]
+        return self._defs[key][1]
 
     # -- by type --------------------------------------------------------------------------------------
     def _typed(self, kind: Any, schema: Mapping[str, Any], where: str, root: Any) -> Node:
@@ -195,25 +222,36 @@ class SchemaGrammar:
         if unknown:
             raise GrammarError(f"Schema at {where}: required {sorted(unknown)} not in properties",
                                code="bad_schema", path=where)
-        members = [(name, seq(Lit(json.dumps(name, ensure_ascii=False)), OWS, Lit(":"), OWS,
+        members = [(name, seq(Lit(json_text(name)), OWS, Lit(":"), OWS,
                               self.value(sub, f"{where}/properties/{name}", root)), name in required)
                    for name, sub in props.items()]
         return seq(Lit("{"), OWS, self.members(members, sep=seq(OWS, Lit(","), OWS)), OWS, Lit("}"))
 
     def members(self, members: list[tuple[str, Node, bool]], *, sep: Node) -> Node:
         """Members in the given order, each optional one skippable, at least the required ones: a chain of
-        rules ``after_i`` = what may follow member ``i``."""
+        rules ``after_i`` = what may follow member ``i``, each a choice of the next member ``j`` (``sep``,
+        member ``j``, ``after_j``); such a choice that several ``after_i`` hold is one rule."""
         count = len(members)
+        # after_i (i >= 1; nothing refers to after_0) offers j = i .. the first required member from i on.
+        offers = [0] * count
+        for i in range(1, count):
+            for j in range(i, count):
+                offers[j] += 1
+                if members[j][2]:
+                    break
         chain: list[Node] = [EMPTY] * (count + 1)
-        for i in range(count - 1, -1, -1):
+        nexts: list[Node] = [EMPTY] * count
+        for i in range(count - 1, 0, -1):
+            nxt = seq(sep, members[i][1], chain[i + 1])
+            nexts[i] = self.grammar.add("next", nxt) if offers[i] > 1 else nxt
             options = []
             for j in range(i, count):
-                options.append(seq(sep, members[j][1], chain[j + 1]))
+                options.append(nexts[j])
                 if members[j][2]:
                     break
             else:
                 options.append(EMPTY)
-            chain[i] = self.grammar.add("after", alt(*options)) if len(options) > 1 else alt(*options)
+            chain[i] = self.grammar.add("after", alt(*options)) if len(options) > 1 else options[0]
         firsts: list[Node] = []
         for j in range(count):
             firsts.append(seq(members[j][1], chain[j + 1]))

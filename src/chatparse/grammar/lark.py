@@ -31,8 +31,7 @@ from chatparse.grammar.ir import (
 _ANY = "(?s:.*)"
 
 
-def _quote(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
+_quote = json.JSONEncoder(ensure_ascii=False).encode  # (json.dumps without an encoder per call)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -54,13 +53,19 @@ class _Writer:
         self.special = sorted(special, key=len, reverse=True)
         self.extra: list[str] = []
         self.names: dict[Node, str] = {}
-        self._exprs: dict[int, tuple[Node, str]] = {}  # by id: nodes are shared, their hashes are deep
-        self._literals: dict[str, str] = {}
+        # By id (nodes are shared, their hashes are deep): (node, its text, its text as an operand).
+        self._texts: dict[int, tuple[Node, tuple[str, str]]] = {}
+        self._literals: dict[str, tuple[str, str]] = {}
+        self.reached: list[str] = []  # rules referred to (each at least once after it was)
 
-    def literal(self, text: str) -> str:
+    def literal(self, text: str) -> tuple[str, str]:
+        """(the Lark text of a literal, the same as an operand)."""
         hit = self._literals.get(text)
         if hit is None:
-            hit = self._literals[text] = self._literal(text)
+            written = self._literal(text) if self.special else _quote(text) if text else '""'
+            # (parentheses around a token next to quoted text, or around several quoted pieces)
+            wrap = (" " in written and not written.startswith('"')) or written.count('"') > 2
+            hit = self._literals[text] = (written, f"({written})" if wrap else written)
         return hit
 
     def _literal(self, text: str) -> str:
@@ -104,58 +109,72 @@ class _Writer:
         return name
 
     def expr(self, node: Node) -> str:
-        hit = self._exprs.get(id(node))
-        if hit is not None and hit[0] is node:
-            return hit[1]
-        text = self._expr(node)
-        self._exprs[id(node)] = (node, text)
-        return text
-
-    def _expr(self, node: Node) -> str:
-        if isinstance(node, Lit):
-            return self.literal(node.text)
-        if isinstance(node, Rx):
-            return _regex(node.pattern)
-        if isinstance(node, Ref):
-            return node.name
-        if isinstance(node, Seq):
-            return " ".join(self.wrapped(item) for item in node.items) if node.items else '""'
-        if isinstance(node, Alt):
-            items = [item for item in node.items if not _empty(item)]
-            text = " | ".join(self.expr(item) for item in items)
-            return f"({text})?" if len(items) < len(node.items) else text
-        if isinstance(node, Rep):
-            inner = self.wrapped(node.item)
-            if (node.min, node.max) == (0, None):
-                return f"{inner}*"
-            if (node.min, node.max) == (1, None):
-                return f"{inner}+"
-            if (node.min, node.max) == (0, 1):
-                return f"{inner}?"
-            upper = "" if node.max is None else str(node.max)
-            return f"{inner}{{{node.min},{upper}}}"
-        if isinstance(node, Until | Text):
-            return self.aux(node)
-        raise TypeError(f"unknown grammar node {node!r}")
+        return self.forms(node)[0]
 
     def wrapped(self, node: Node) -> str:
-        text = self.expr(node)
-        if isinstance(node, Alt) or (isinstance(node, Seq) and len(node.items) > 1) or \
-                (isinstance(node, Lit) and " " in text and not text.startswith('"')) or \
-                (isinstance(node, Lit) and text.count('"') > 2) or (isinstance(node, Until) and " " in text):
-            return f"({text})"
-        return text
+        """``node``'s text as an operand of a sequence or a repetition (parenthesized where needed)."""
+        return self.forms(node)[1]
 
+    def forms(self, node: Node) -> tuple[str, str]:
+        """(``node``'s text, its text as an operand)."""
+        if type(node) is Lit:
+            hit = self._literals.get(node.text)
+            return hit if hit is not None else self.literal(node.text)
+        if type(node) is Ref:
+            self.reached.append(node.name)
+            return node.name, node.name
+        known = self._texts.get(id(node))
+        return known[1] if known is not None and known[0] is node else self._write(node)
 
-def _empty(node: Node) -> bool:
-    return isinstance(node, Seq) and not node.items
+    def _write(self, node: Node) -> tuple[str, str]:
+        """(``node``'s text, its text as an operand), remembered for the node."""
+        forms = self.forms
+        if type(node) is Rx:
+            text = operand = _regex(node.pattern)
+        elif isinstance(node, Seq):
+            text = " ".join([forms(item)[1] for item in node.items]) if node.items else '""'
+            operand = f"({text})" if len(node.items) > 1 else text
+        elif isinstance(node, Alt):
+            texts = [forms(item)[0] for item in node.items if type(item) is not Seq or item.items]
+            text = " | ".join(texts)
+            if len(texts) < len(node.items):
+                text = f"({text})?"
+            operand = f"({text})"
+        elif isinstance(node, Rep):
+            text = operand = self._rep(node)
+        elif isinstance(node, Until | Text):
+            text = self.aux(node)
+            operand = f"({text})" if isinstance(node, Until) and " " in text else text
+        else:
+            raise TypeError(f"unknown grammar node {node!r}")
+        written = text, operand
+        self._texts[id(node)] = (node, written)
+        return written
+
+    def _rep(self, node: Rep) -> str:
+        inner = self.wrapped(node.item)
+        if (node.min, node.max) == (0, None):
+            return f"{inner}*"
+        if (node.min, node.max) == (1, None):
+            return f"{inner}+"
+        if (node.min, node.max) == (0, 1):
+            return f"{inner}?"
+        upper = "" if node.max is None else str(node.max)
+        return f"{inner}{{{node.min},{upper}}}"
 
 
 def to_lark(grammar: Grammar, start: str, special: Collection[str] = ()) -> str:
-    """Lark text for ``grammar`` starting at rule ``start``."""
+    """Lark text for ``grammar`` starting at rule ``start``: the rules it reaches, in the grammar's order (a
+    grammar may hold rules no other refers to, e.g. the JSON rules a respelled copy was made from)."""
     writer = _Writer(grammar, special)
-    lines = ["%llguidance {}", "", f"start: {writer.expr(Ref(start))}"]
-    for name, node in grammar.rules.items():
-        lines.append(f"{name}: {writer.expr(node)}")
+    rules = grammar.rules
+    written: dict[str, str] = {}
+    writer.reached.append(start)
+    while writer.reached:
+        name = writer.reached.pop()
+        if name not in written and name in rules:  # (a name no rule has stays a name llguidance rejects)
+            written[name] = writer.expr(rules[name])
+    lines = ["%llguidance {}", "", f"start: {start}"]
+    lines.extend(f"{name}: {written[name]}" for name in rules if name in written)
     lines.extend(writer.extra)
     return "\n".join(lines) + "\n"

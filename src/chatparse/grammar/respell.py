@@ -7,12 +7,13 @@ grammar admits (strings in a narrower set of escapes).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
 
 from chatparse.grammar.ir import Alt, Grammar, Lit, Node, Ref, Rep, Rx, Seq, Text, Until
-from chatparse.grammar.jsonschema import STRING_CHAR, WS, GrammarError
+from chatparse.grammar.jsonschema import STRING_CHAR, WS, GrammarError, json_text
 
 SPELLINGS = ("json", "json-sorted", "python", "json-string")
 _STRING_RX = re.compile(r'"(?P<char>.*)(?P<count>\*|\{\d+,\d*\})"', re.S)
@@ -25,15 +26,21 @@ _NESTED_CHAR = r'(?:[^"\\\x00-\x1f]|\\\\(?:\\["\\]|[/bfnrt]|u[0-9a-fA-F]{4}))'
 _PY_WORDS = {"true": "True", "false": "False", "null": "None"}
 
 
-def respell(grammar: Grammar, node: Node, spelling: str) -> Node:
+def respell(grammar: Grammar, node: Node, spelling: str, memo: dict[str, Any] | None = None) -> Node:
     """``node`` (a JSON value's grammar) written in ``spelling`` (``json-string``: the whole string, quotes
-    included); the rules it refers to are copied."""
+    included); the rules it refers to are copied. ``memo``: one per grammar, kept across calls, so that a
+    node the JSON grammars share is respelled once (and stays shared)."""
     if spelling in ("json", "json-sorted"):
         return node
     if spelling not in SPELLINGS:
         raise GrammarError(f"Unknown argument spelling {spelling!r}; expected one of {list(SPELLINGS)}",
                            code="bad_write_form", field="tool_calls")
-    spelled = _Respeller(grammar, spelling).node(node)
+    respeller = memo.get(spelling) if memo is not None else None
+    if respeller is None:
+        respeller = _Respeller(grammar, spelling)
+        if memo is not None:
+            memo[spelling] = respeller
+    spelled = respeller.node(node)
     return Seq((Lit('"'), spelled, Lit('"'))) if spelling == "json-string" else spelled
 
 
@@ -61,16 +68,27 @@ class _Respeller:
     def __init__(self, grammar: Grammar, spelling: str) -> None:
         self.grammar = grammar
         self.spelling = spelling
+        self._done: dict[int, tuple[Node, Node]] = {}  # by id: (a node, respelled)
 
     def node(self, node: Node) -> Node:
+        if type(node) is Lit:  # (literals are written by their text: no need to share them)
+            return Lit(self.literal(node.text))
+        hit = self._done.get(id(node))
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        spelled = self._node(node)
+        self._done[id(node)] = (node, spelled)
+        return spelled
+
+    def _node(self, node: Node) -> Node:
         if isinstance(node, Lit):
             return Lit(self.literal(node.text))
         if isinstance(node, Rx):
             return Rx(self.regex(node.pattern))
         if isinstance(node, Seq):
-            return Seq(tuple(self.node(item) for item in node.items))
+            return Seq(tuple([self.node(item) for item in node.items]))
         if isinstance(node, Alt):
-            return Alt(tuple(self.node(item) for item in node.items))
+            return Alt(tuple([self.node(item) for item in node.items]))
         if isinstance(node, Rep):
             return Rep(self.node(node.item), node.min, node.max)
         if isinstance(node, Ref):
@@ -86,9 +104,7 @@ class _Respeller:
         return Ref(copy)
 
     def literal(self, text: str) -> str:
-        if self.spelling == "json-string":
-            return json.dumps(text, ensure_ascii=False)[1:-1]
-        return _python(text)
+        return _literal(text, self.spelling)
 
     def regex(self, pattern: str) -> str:
         if pattern == WS.pattern:
@@ -106,6 +122,12 @@ class _Respeller:
 
 # Terminals with no quote to respell (numbers, whitespace): written alike in every spelling.
 _NUMERIC = re.compile(r"[-?:()0-9\[\]{},.|eE+\\]*")
+
+
+@functools.lru_cache(maxsize=4096)
+def _literal(text: str, spelling: str) -> str:
+    """A JSON literal's text in ``spelling`` (python or json-string)."""
+    return json_text(text)[1:-1] if spelling == "json-string" else _python(text)
 
 
 def _python(text: str) -> str:

@@ -36,7 +36,6 @@ from vllm.tool_parsers.tool_strict_level import ToolStrictLevel
 
 from chatparse.errors import ChatparseError
 from chatparse.grammar import tool_grammar
-from chatparse.grammar.structural_tag import with_token_ids
 from chatparse.integrations.serving import (
     PARSER_NAME as NAME,
 )
@@ -184,19 +183,15 @@ def _choice(request: Any) -> Any:
     return "auto" if choice is None else choice
 
 
-def added_vocab(tokenizer: Any) -> dict[str, int]:
-    """The tokenizer's added tokens and their ids (none for a tokenizer that does not say)."""
-    try:
-        return dict(tokenizer.get_added_vocab())
-    except AttributeError:
-        return {}
-
-
 def special_tokens(tokenizer: Any, template: CompiledTemplate) -> list[str]:
     """The tokenizer's added tokens that the template's markers use (llguidance counts every added token
     as special: the grammar must name them as tokens, not spell their bytes)."""
+    try:
+        added = tokenizer.get_added_vocab()
+    except AttributeError:
+        return []
     source = json.dumps(template.to_dict(), ensure_ascii=False)
-    return sorted(token for token in added_vocab(tokenizer) if token and token in source)
+    return sorted(token for token in added if token and token in source)
 
 
 # --- the unified parser -----------------------------------------------------------------------------
@@ -262,8 +257,7 @@ class ChatparseParser(Parser):  # type: ignore[misc]
                                    special_tokens=special_tokens(self.model_tokenizer, self.template),
                                    reasoning=self.reasoning_parser_cls is None)
             structured = StructuredOutputsParams(grammar=grammar.lark) if form == "lark" else \
-                StructuredOutputsParams(structural_tag=json.dumps(with_token_ids(
-                    grammar.structural_tag, added_vocab(self.model_tokenizer))))
+                StructuredOutputsParams(structural_tag=json.dumps(grammar.structural_tag))
         except ChatparseError as exc:
             raise VLLMValidationError(
                 f"the chatparse parser cannot guarantee {guarantee} for this model's template: {exc}. Use "

@@ -62,26 +62,37 @@ def _formats(fmt: dict[str, Any]) -> Iterator[dict[str, Any]]:
 # --- the tree's shape ---------------------------------------------------------------------------------
 
 
-def test_markers_that_are_tokens_become_token_formats() -> None:
+def test_markers_that_are_tokens_are_split_out_as_text() -> None:
     specials = ["<tool_call>", "</tool_call>", "<|im_end|>", "<think>", "</think>"]
     grammar = tool_grammar("qwen3", WEATHER, tool_choice="required", special_tokens=specials)
     tag = grammar.structural_tag
-    assert tag["type"] == "structural_tag"
+    assert tag["type"] == "structural_tag" and tag == json.loads(json.dumps(tag))
+    formats = list(_formats(tag["format"]))
+    assert not [f for f in formats if f["type"] == "token"]  # xgrammar 0.2.8's cache mixes token formats up
+    assert {f["value"] for f in formats if f["type"] == "const_string"} >= set(specials)
+    for f in formats:  # each marker is a literal of its own, never inside a grammar
+        assert not any(tok in f.get("grammar", "") for tok in specials), f
+
+
+def test_markers_as_token_formats() -> None:
+    specials = ["<tool_call>", "</tool_call>", "<|im_end|>", "<think>", "</think>"]
+    grammar = tool_grammar("qwen3", WEATHER, tool_choice="required", special_tokens=specials)
+    tag = to_structural_tag(grammar.grammar, "turn", specials, tokens=True)
     formats = list(_formats(tag["format"]))
     assert {f["token"] for f in formats if f["type"] == "token"} == set(specials)
     for f in formats:  # no grammar or literal spells a token
         text = f.get("grammar", f.get("value", ""))
         assert not any(tok in text for tok in specials), f
-    assert tag == json.loads(json.dumps(tag))
 
 
 def test_tokens_by_id_for_vllm() -> None:
     grammar = tool_grammar("qwen3", WEATHER, tool_choice="required", special_tokens=["<tool_call>", "</tool_call>"])
-    tag = with_token_ids(grammar.structural_tag, {"<tool_call>": 7, "</tool_call>": 8, "<other>": 9})
+    named = to_structural_tag(grammar.grammar, "turn", grammar.special_tokens, tokens=True)
+    tag = with_token_ids(named, {"<tool_call>": 7, "</tool_call>": 8, "<other>": 9})
     assert {f["token"] for f in _formats(tag["format"]) if f["type"] == "token"} == {7, 8}
-    assert grammar.structural_tag != tag  # the cached tag is not changed
+    assert named != tag  # the tag given is not changed
     with pytest.raises(GrammarError) as info:
-        with_token_ids(grammar.structural_tag, {"<tool_call>": 7})
+        with_token_ids(named, {"<tool_call>": 7})
     assert info.value.code == "unknown_token"
 
 
@@ -101,11 +112,19 @@ def test_a_grammar_without_special_tokens_is_one_grammar_format() -> None:
 
 def test_the_token_that_ends_the_turn_is_optional() -> None:
     # a stop token never matches a token format in xgrammar (it ends the output where the grammar may end)
-    tag = tool_grammar("gpt_oss", WEATHER, tool_choice="required", special_tokens=_specials("gpt_oss")).structural_tag
-    last = [f for f in _formats(tag["format"]) if f["type"] == "optional" and f["content"].get("token") == "<|call|>"]
-    assert last
-    required = [f for f in _formats(tag["format"]) if f.get("token") == "<|end|>"]
-    assert required  # <|end|> ends the analysis message: followed by more, so it stays required
+    grammar = tool_grammar("gpt_oss", WEATHER, tool_choice="required", special_tokens=_specials("gpt_oss"))
+    for tag in (grammar.structural_tag, to_structural_tag(grammar.grammar, "turn", grammar.special_tokens,
+                                                          tokens=True)):
+        formats = list(_formats(tag["format"]))
+        assert [f for f in formats if f["type"] == "optional" and _marker(f["content"]) == "<|call|>"]
+        assert not [f for f in formats if _marker(f) == "<|call|>"  # only as the optional's content
+                    and not any(o.get("content") is f for o in formats)]
+        # <|end|> ends the analysis message: followed by more, so it stays required
+        assert [f for f in formats if f["type"] == "sequence" and any(_marker(e) == "<|end|>" for e in f["elements"])]
+
+
+def _marker(fmt: dict[str, Any]) -> Any:
+    return fmt.get("token", fmt.get("value"))
 
 
 def test_text_before_a_token_holds_no_such_token() -> None:
@@ -242,11 +261,13 @@ def _xgrammar_tokenizer(family: str) -> tuple[Any, list[int]]:
 
 @pytest.mark.parametrize("family", [f for f in _grammar_families() if _turns(f)])
 def test_xgrammar_accepts_what_the_chat_template_renders(family: str) -> None:
+    """Both forms (markers as text, and as ``token`` formats by id), each compiled without a cache (see the
+    module notes of ``structural_tag``), accept the rendered turns token by token."""
     xgr = pytest.importorskip("xgrammar")
     template = get_template(family)
     tokenizer, stops = _xgrammar_tokenizer(family)
-    info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=len(tokenizer), stop_token_ids=stops or None)
-    compiler = xgr.GrammarCompiler(info)
+    info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=len(tokenizer), stop_token_ids=stops)
+    compiler = xgr.GrammarCompiler(info, cache_enabled=False)
     tools = _rendered(family)["tools_schema"]  # type: ignore[index]
     for prompt, text in _turns(family):
         choices = ["auto"]
@@ -256,15 +277,34 @@ def test_xgrammar_accepts_what_the_chat_template_renders(family: str) -> None:
         for choice in choices:
             grammar = tool_grammar(template, tools, tool_choice=choice, prefix=prompt,
                                    special_tokens=_specials(family))
-            tag = json.dumps(with_token_ids(grammar.structural_tag, tokenizer.get_added_vocab()))
-            xgr.Grammar.from_structural_tag(tag)  # vLLM's check of a request's tag (no tokenizer)
-            compiled = compiler.compile_structural_tag(tag)
-            matcher = xgr.GrammarMatcher(compiled)
-            ids = tokenizer.encode(text, add_special_tokens=False)
-            for at, token in enumerate(ids):
-                assert matcher.accept_token(token), \
-                    f"{choice}: xgrammar rejects {tokenizer.decode(ids[:at + 1])!r} (of {text!r})"
-            assert matcher.is_terminated() or matcher.is_completed(), f"{choice}: the turn cannot end after {text!r}"
+            by_id = with_token_ids(to_structural_tag(grammar.grammar, "turn", grammar.special_tokens, tokens=True),
+                                   tokenizer.get_added_vocab())
+            for tag in (json.dumps(grammar.structural_tag), json.dumps(by_id)):
+                xgr.Grammar.from_structural_tag(tag)  # vLLM's check of a request's tag (no tokenizer)
+                matcher = xgr.GrammarMatcher(compiler.compile_structural_tag(tag))
+                ids = tokenizer.encode(text, add_special_tokens=False)
+                for at, token in enumerate(ids):
+                    assert matcher.accept_token(token), \
+                        f"{choice}: xgrammar rejects {tokenizer.decode(ids[:at + 1])!r} (of {text!r})"
+                assert matcher.is_terminated() or matcher.is_completed(), \
+                    f"{choice}: the turn cannot end after {text!r}"
+
+
+def test_tags_compiled_one_after_another_mask_what_they_accept() -> None:
+    """vLLM compiles every request's tag with one caching compiler: the tags of several requests, compiled in
+    turn, still allow exactly the tokens their matchers accept (token formats would not, see the notes)."""
+    xgr = pytest.importorskip("xgrammar")
+    tokenizer, stops = _xgrammar_tokenizer("gpt_oss")
+    info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=len(tokenizer), stop_token_ids=stops)
+    compiler = xgr.GrammarCompiler(info, cache_enabled=True)
+    tags = [tool_grammar("gpt_oss", WEATHER, tool_choice=choice, special_tokens=_specials("gpt_oss"),
+                         reasoning=False).structural_tag for choice in ("required", "get_weather", "auto")]
+    text = ' to=functions.get_weather<|channel|>commentary json<|message|>{"city": "Paris"}'
+    stop_texts = tokenizer.convert_ids_to_tokens(stops)
+    for tag in tags:
+        matcher = XGrammarMatcher(tokenizer, json.dumps(tag), stop_texts, compiler)
+        for token in tokenizer.encode(text, add_special_tokens=False):
+            assert token in matcher.allowed() and matcher.consume([token])
 
 
 @pytest.mark.parametrize("family", _grammar_families())
@@ -281,7 +321,7 @@ def test_what_xgrammar_lets_the_model_write_parses_back(family: str) -> None:
     for choice in ("required", "plan_trip", "auto"):
         grammar = tool_grammar(template, STRESS_TOOLS, tool_choice=choice, prefix=prefix,
                                special_tokens=_specials(family))
-        tag = json.dumps(with_token_ids(grammar.structural_tag, tokenizer.get_added_vocab()))
+        tag = json.dumps(grammar.structural_tag)
         markers = sorted(grammar.grammar.literals())
         for seed in range(3):
             ids = walk_tokens(tokenizer, XGrammarMatcher(tokenizer, tag, stop_texts), seed, markers)

@@ -57,16 +57,19 @@ class GuidanceMatcher:
 
 class XGrammarMatcher:
     """xgrammar's matcher over a structural tag, compiled as vLLM's xgrammar backend compiles one (the
-    tokenizer's whole vocabulary) with ``stops`` as the request's stop tokens."""
+    tokenizer's whole vocabulary; ``compiler``: one to share, as vLLM shares its caching compiler) with
+    ``stops`` as the request's stop tokens."""
 
-    def __init__(self, tokenizer: Any, tag: str, stops: Sequence[str]) -> None:
+    def __init__(self, tokenizer: Any, tag: str, stops: Sequence[str], compiler: Any = None) -> None:
         import xgrammar as xgr
 
         hf = getattr(tokenizer, "tokenizer", tokenizer)
         self.vocab_size = len(hf)
         self.stops = sorted({hf.convert_tokens_to_ids(stop) for stop in stops})
-        info = xgr.TokenizerInfo.from_huggingface(hf, vocab_size=self.vocab_size, stop_token_ids=self.stops)
-        self.matcher = xgr.GrammarMatcher(xgr.GrammarCompiler(info).compile_structural_tag(tag))
+        if compiler is None:
+            info = xgr.TokenizerInfo.from_huggingface(hf, vocab_size=self.vocab_size, stop_token_ids=self.stops)
+            compiler = xgr.GrammarCompiler(info)
+        self.matcher = xgr.GrammarMatcher(compiler.compile_structural_tag(tag), override_stop_tokens=self.stops)
         self.bitmask = xgr.allocate_token_bitmask(1, self.vocab_size)
 
     def done(self) -> bool:

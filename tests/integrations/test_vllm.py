@@ -341,9 +341,9 @@ def test_guarantees_are_enforced_by_the_templates_own_grammar(family: str, tool_
         from vllm.v1.structured_output.backend_xgrammar import validate_xgrammar_grammar
 
         assert structured.grammar is None
-        tokens_named = {f["token"] for f in _formats(json.loads(structured.structural_tag)["format"])
-                        if f["type"] == "token"}
-        assert tokenizer.convert_tokens_to_ids("<tool_call>") in tokens_named  # an added token, by id
+        literals = {f["value"] for f in _formats(json.loads(structured.structural_tag)["format"])
+                    if f["type"] == "const_string"}
+        assert "<tool_call>" in literals  # an added token, a literal of its own (xgrammar matches it as text)
         validate_xgrammar_grammar(SamplingParams(structured_outputs=structured))  # vLLM's check: no tokenizer
         new_matcher = lambda: XGrammarMatcher(tokenizer, structured.structural_tag, ["<|im_end|>"])  # noqa: E731
     finished = 0

@@ -1,30 +1,31 @@
 """The grammar as an xgrammar structural tag (``{"type": "structural_tag", "format": ...}``), the form vLLM's
-default structured-output backend and SGLang accept: special tokens as ``token`` formats, everything between
-them as ``grammar`` formats (xgrammar's EBNF, from ``to_ebnf``), joined by ``sequence``/``or``/``optional``/
-``star``/``plus``.
+default structured-output backend and SGLang accept: the parts between special tokens as ``grammar`` formats
+(xgrammar's EBNF, from ``to_ebnf``), the special tokens as ``const_string`` (or, with ``tokens=True``, as
+``token`` formats), joined by ``sequence``/``or``/``optional``/``star``/``plus``.
 
 What xgrammar 0.2.8 does, checked with ``GrammarCompiler(TokenizerInfo.from_huggingface(tokenizer))
 .compile_structural_tag`` (vLLM's xgrammar backend; 0.33 compiles structural tags with a full-vocabulary
-compiler, 0.32 with its only one) on byte-level tokenizers with the families' special tokens:
+compiler, 0.32 with its only one) on byte-level tokenizers with the families' special tokens, and in a real
+``vllm serve`` (scripts/test-vllm-serve.sh):
 
 - xgrammar counts as special only tokens that decode to nothing; an added token such as ``<tool_call>`` or
-  ``<|im_start|>`` is text to it, matched by its bytes wherever a ``const_string`` or a grammar allows them.
-  A ``token`` format admits that one token only (not its spelling): the model writes markers as it was
-  trained to. Free text in a grammar may hold an added token's text, so text before a special token excludes
-  that token (it ends at the first one, as ``Until`` says).
+  ``<|im_start|>`` is text to it, matched by its bytes wherever a ``const_string`` or a grammar allows them
+  (the model may also spell it in pieces; the parser reads the same text). Free text before a special token
+  therefore excludes that token: it ends at the first one, as ``Until`` says.
+- A ``token`` format admits that one token only, but 0.2.8's compiler cache (vLLM turns it on) mixes up tags
+  that differ only in their tokens: after compiling a tag with ``token`` 526, a tag with ``token`` 527 in
+  the same place masks as if it were 526 while its matcher rejects 526 (vLLM: "grammar rejected tokens",
+  a 500). So tokens are written as text by default; ``tokens=True`` writes ``token`` formats (and
+  ``with_token_ids`` names them by id, as vLLM's validation, which has no tokenizer, requires). In that
+  form ``repeat`` around a ``token`` does not compile ("Token id -1"), so bounded repetitions are unrolled
+  (``m`` copies, then ``n - m`` optional ones side by side: nesting them would reach vLLM's limit of 80
+  levels of JSON objects and arrays).
 - Stop tokens (the tokenizer's EOS and every id vLLM passes as the request's stop tokens, e.g. gpt-oss's
-  ``<|call|>`` and ``<|return|>`` from generation_config.json) are never text and never match a ``token``
-  format: a required ``token`` of a stop token leaves no token allowed; the matcher takes a stop token only
-  where the grammar may end, and ends there. So a special token that ends the turn (nothing may follow it)
-  is written ``optional``: a stop token ends the output right before it (vLLM leaves the stop token out of
-  the text, so the parser sees the same turn), any other token is still written and EOS follows.
-- ``repeat`` around a ``token`` fails to compile ("Token id -1 ... out of the vocabulary range");
-  ``optional``/``star``/``plus`` work, so other bounds are unrolled (``m`` copies, then ``n - m`` optional
-  ones side by side: nesting them would reach vLLM's depth limit, 80 levels of JSON objects and arrays).
-- vLLM checks a request's tag with ``Grammar.from_structural_tag(text)``, which has no tokenizer: a ``token``
-  given by its text fails there ("Token string resolution requires tokenizer_info") and the ``auto`` backend
-  then falls back to guidance, which reads no ``format`` tag. A tag for vLLM names tokens by id
-  (``with_token_ids``); SGLang and xgrammar's own compiler take either.
+  ``<|call|>`` and ``<|return|>`` from generation_config.json) are neither text nor ``token`` matches: the
+  matcher takes a stop token only where the grammar may end, and ends there (a required ``token`` of a stop
+  token leaves no token allowed). So a special token that ends the turn (nothing may follow it) is
+  ``optional``: a stop token ends the output right before it (vLLM leaves the stop token out of the text, so
+  the parser sees the same turn); any other is written, then the end-of-sequence token.
 - ``grammar`` formats nest anywhere (in ``sequence``, ``or``, ``plus``), each with its own ``root`` and rule
   names that may repeat across formats.
 """
@@ -60,9 +61,10 @@ def _optional(item: Format) -> Format:
 
 
 class _Writer:
-    def __init__(self, grammar: Grammar, special: Collection[str]) -> None:
+    def __init__(self, grammar: Grammar, special: Collection[str], tokens: bool) -> None:
         self.grammar = grammar
         self.special = sorted(special, key=len, reverse=True)
+        self.tokens = tokens
         self._tokens: dict[int, tuple[Node, bool]] = {}  # by id: nodes are shared, their hashes are deep
         self._rules: dict[str, bool] = {}
         self._formats: dict[tuple[int, bool], tuple[Node, Format]] = {}
@@ -112,7 +114,8 @@ class _Writer:
         return {"type": "grammar", "grammar": to_ebnf(self.grammar, node, dialect="xgrammar")}
 
     def token(self, token: str, tail: bool) -> Format:
-        written: Format = {"type": "token", "token": token}
+        written: Format = {"type": "token", "token": token} if self.tokens else {"type": "const_string",
+                                                                               "value": token}
         return _optional(written) if tail else written
 
     def _format(self, node: Node, tail: bool) -> Format:
@@ -121,7 +124,7 @@ class _Writer:
         if isinstance(node, Until):
             token = self.stop_token(node)
             assert token is not None
-            # Text up to the first token: the text holds none (xgrammar would take the token as text).
+            # Text up to the first token: the text holds none (xgrammar takes the token as text too).
             text = Text(excludes=(*node.excludes, rx_escape(token)), not_start=node.not_start)
             return _sequence([self.text(text), self.token(token, tail)])
         if isinstance(node, Seq):
@@ -186,11 +189,13 @@ class _Writer:
         return _sequence([item] * node.min + [_optional(item)] * (node.max - node.min))
 
 
-def to_structural_tag(grammar: Grammar, start: str, special: Collection[str] = ()) -> dict[str, Any]:
+def to_structural_tag(grammar: Grammar, start: str, special: Collection[str] = (), *,
+                      tokens: bool = False) -> dict[str, Any]:
     """xgrammar's structural tag for ``grammar`` from rule ``start``: ``special`` are the markers that are
-    single tokens of the model's tokenizer (written as ``token`` formats; one that ends the turn is
-    optional, see the module's notes). Raises ``GrammarError`` where the format cannot say exactly the same."""
-    writer = _Writer(grammar, special)
+    single tokens of the model's tokenizer (one that ends the turn is optional; ``tokens=True`` writes them
+    as ``token`` formats, which xgrammar 0.2.8's compiler cache mixes up: see the module's notes). Raises
+    ``GrammarError`` where the format cannot say exactly the same."""
+    writer = _Writer(grammar, special, tokens)
     return {"type": "structural_tag", "format": writer.format(Ref(start), True)}
 
 

@@ -36,7 +36,6 @@ from vllm.tool_parsers.tool_strict_level import ToolStrictLevel
 
 from chatparse.errors import ChatparseError
 from chatparse.grammar import tool_grammar
-from chatparse.grammar.structural_tag import with_token_ids
 from chatparse.integrations.serving import (
     PARSER_NAME as NAME,
 )
@@ -52,6 +51,7 @@ from chatparse.integrations.serving import (
     parse_generation,
     reasoning_field,
     server_template,
+    template_special_tokens,
     tool_dicts,
 )
 from chatparse.integrations.transformers import check_tokenizer
@@ -192,12 +192,7 @@ def added_vocab(tokenizer: Any) -> dict[str, int]:
         return {}
 
 
-def special_tokens(tokenizer: Any, template: CompiledTemplate) -> dict[str, int]:
-    """The tokenizer's added tokens that the template's markers use, with their ids (llguidance counts every
-    added token as special: the grammar must name them as tokens, not spell their bytes; one not spelled
-    ``<...>``, such as MiniMax's ``[e~[``, only by its id)."""
-    source = json.dumps(template.to_dict(), ensure_ascii=False)
-    return {token: at for token, at in sorted(added_vocab(tokenizer).items()) if token and token in source}
+special_tokens = template_special_tokens
 
 
 # --- the unified parser -----------------------------------------------------------------------------
@@ -263,8 +258,7 @@ class ChatparseParser(Parser):  # type: ignore[misc]
                                    special_tokens=special_tokens(self.model_tokenizer, self.template),
                                    reasoning=self.reasoning_parser_cls is None)
             structured = StructuredOutputsParams(grammar=grammar.lark) if form == "lark" else \
-                StructuredOutputsParams(structural_tag=json.dumps(with_token_ids(
-                    grammar.structural_tag, added_vocab(self.model_tokenizer))))
+                StructuredOutputsParams(structural_tag=json.dumps(grammar.structural_tag))
         except ChatparseError as exc:
             raise VLLMValidationError(
                 f"the chatparse parser cannot guarantee {guarantee} for this model's template: {exc}. Use "

@@ -88,7 +88,9 @@ def main() -> None:
         for choice in CHOICES:
             def build(template: str = template, choice: str = choice) -> Any:
                 grammar_api._CACHE.clear()
-                return tool_grammar(template, tools, tool_choice=choice)
+                grammar = tool_grammar(template, tools, tool_choice=choice)
+                _ = grammar.lark  # (written on first use)
+                return grammar
 
             lark = build().lark
             first = best(build, args.repeat)

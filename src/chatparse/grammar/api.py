@@ -28,14 +28,14 @@ _LOCK = threading.Lock()
 class ToolGrammar:
     """The grammar of what a model may write after the prompt, up to and including the end of its turn.
 
-    ``lark`` is llguidance's Lark dialect; ``gbnf`` (computed on first use) is llama.cpp's GBNF,
-    ``structural_tag`` xgrammar's structural tag. ``tool_choice`` is ``"auto"``, ``"required"``, ``"none"`` or
+    ``lark`` is llguidance's Lark dialect, ``gbnf`` llama.cpp's GBNF, ``structural_tag`` xgrammar's structural
+    tag, each written on first use and then kept (a form that cannot be written, e.g. Lark for a special token
+    given without its id, raises ``GrammarError`` there, not for the other forms). ``tool_choice`` is ``"auto"``, ``"required"``, ``"none"`` or
     the name of the one tool to call; ``reasoning`` says how the grammar starts: ``"open"`` (the prompt
     opened the reasoning block: free text up to its close first), ``"optional"`` (the model may open one)
     or ``"none"``. ``unenforced`` lists schema keywords a lenient grammar left free.
     """
 
-    lark: str
     tool_choice: str
     parallel_tool_calls: bool
     reasoning: str
@@ -49,6 +49,11 @@ class ToolGrammar:
     def _special(self) -> Collection[str]:
         """The special tokens as the writers take them (with their ids when given)."""
         return self.token_ids or self.special_tokens
+
+    @functools.cached_property
+    def lark(self) -> str:
+        """The grammar in llguidance's Lark dialect (``special_tokens`` as ``<token>`` or ``<[id]>``)."""
+        return to_lark(self.grammar, "turn", self._special)
 
     @functools.cached_property
     def gbnf(self) -> str:
@@ -155,7 +160,6 @@ def tool_grammar(
                                         builder.answer(None if choice == "named" else choice, name,
                                                        parallel_tool_calls))
     result = ToolGrammar(
-        lark=to_lark(builder.grammar, "turn", special_tokens),
         tool_choice=name if name is not None else choice,
         parallel_tool_calls=parallel_tool_calls,
         reasoning=state,

@@ -22,9 +22,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from chatparse.grammar import GrammarError, tool_grammar
+from chatparse.grammar import GrammarError, regular, tool_grammar
 from chatparse.grammar import api as grammar_api
-from chatparse.grammar import regular
 from chatparse.templates import get_template, list_templates
 
 TARGET_MS = 5.0
@@ -89,7 +88,9 @@ def main() -> None:
         for choice in CHOICES:
             def build(template: str = template, choice: str = choice) -> Any:
                 grammar_api._CACHE.clear()
-                return tool_grammar(template, tools, tool_choice=choice)
+                grammar = tool_grammar(template, tools, tool_choice=choice)
+                _ = grammar.lark  # (written on first use)
+                return grammar
 
             lark = build().lark
             first = best(build, args.repeat)

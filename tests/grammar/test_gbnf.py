@@ -32,17 +32,8 @@ from tests.grammar.test_builtins import (
 )
 from tests.grammar.walk import accepts, walk
 
-# Built-ins whose grammar has no GBNF form in some requests: a regex with \w, whose Unicode tables (Rust's, in
-# llguidance) no character class here can copy exactly. Gemma's keys of a free-form object (a tool without
-# properties, as the stress tools and the rendered tools have) and Llama 4's call opener in `auto` free text.
-NO_GBNF = {"functiongemma": "unsupported_regex", "gemma4": "unsupported_regex",
-           "llama4_pythonic": "unsupported_regex"}
-# Requests in which they have one: walks through those.
-GBNF_WALKS: dict[str, dict[str, Any]] = {
-    "functiongemma": {"tools": [t for t in STRESS_TOOLS if t["function"]["name"] != "get_time"]},
-    "gemma4": {"tools": [t for t in STRESS_TOOLS if t["function"]["name"] != "get_time"]},
-    "llama4_pythonic": {"choices": [("required", False), ("plan_trip", True), ("required", True)]},
-}
+# Every built-in's grammar has a GBNF form (keys and call openers are written without \w, whose Unicode tables
+# no character class here can copy exactly; regular.py refuses it: test_regular.py).
 
 
 def gbnf_form(grammar: ToolGrammar) -> str:
@@ -50,7 +41,7 @@ def gbnf_form(grammar: ToolGrammar) -> str:
 
 
 def _families() -> list[str]:
-    return [f for f in _grammar_families() if f not in NO_GBNF]
+    return _grammar_families()
 
 
 @pytest.mark.parametrize("family", [f for f in _families() if _turns(f)])
@@ -61,8 +52,7 @@ def test_gbnf_admits_what_the_chat_template_renders(family: str) -> None:
 @pytest.mark.parametrize("family", _grammar_families())
 def test_random_walks_through_gbnf_parse_back(family: str) -> None:
     template = get_template(family)
-    options: dict[str, Any] = {"choices": [("auto", True), ("required", False), ("plan_trip", True)],
-                               **GBNF_WALKS.get(family, {})}
+    options: dict[str, Any] = {"choices": [("auto", True), ("required", False), ("plan_trip", True)]}
     assert_walks_parse_back(template, _prefix(family), f"gbnf {family}", _free_text_stops(template),
                             form=gbnf_form, walks=2, **options)
 
@@ -88,12 +78,12 @@ def test_gbnf_and_lark_admit_each_others_walks(family: str) -> None:
                     assert ok, f"{family} {choice}: the {name} grammar rejects {text!r}: {why}"
 
 
-@pytest.mark.parametrize("family", sorted(NO_GBNF))
-def test_families_without_gbnf_say_why(family: str) -> None:
-    grammar = tool_grammar(family, STRESS_TOOLS, tool_choice="auto")
-    with pytest.raises(GrammarError) as info:
-        _ = grammar.gbnf
-    assert info.value.code == NO_GBNF[family]
+def test_keys_and_openers_with_non_ascii_names_still_have_a_gbnf_form() -> None:
+    tools = [{"type": "function", "function": {"name": "città", "parameters": {"type": "object", "properties": {
+        "città": {"type": "string"}, "free": {"type": "object"}}}}}]
+    for family in ("functiongemma", "gemma4", "llama4_pythonic"):
+        for choice in ("auto", "required"):
+            assert tool_grammar(family, tools, tool_choice=choice).gbnf.startswith("root ::= ")
 
 
 def test_left_recursion_is_found() -> None:

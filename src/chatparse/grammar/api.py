@@ -28,14 +28,14 @@ _LOCK = threading.Lock()
 class ToolGrammar:
     """The grammar of what a model may write after the prompt, up to and including the end of its turn.
 
-    ``lark`` is llguidance's Lark dialect; ``gbnf`` (computed on first use) is llama.cpp's GBNF,
-    ``structural_tag`` xgrammar's structural tag. ``tool_choice`` is ``"auto"``, ``"required"``, ``"none"`` or
+    ``lark`` is llguidance's Lark dialect, ``gbnf`` llama.cpp's GBNF, ``structural_tag`` xgrammar's structural
+    tag, each written on first use and then kept (a form that cannot be written, e.g. Lark for a special token
+    given without its id, raises ``GrammarError`` there, not for the other forms). ``tool_choice`` is ``"auto"``, ``"required"``, ``"none"`` or
     the name of the one tool to call; ``reasoning`` says how the grammar starts: ``"open"`` (the prompt
     opened the reasoning block: free text up to its close first), ``"optional"`` (the model may open one)
     or ``"none"``. ``unenforced`` lists schema keywords a lenient grammar left free.
     """
 
-    lark: str
     tool_choice: str
     parallel_tool_calls: bool
     reasoning: str
@@ -43,6 +43,17 @@ class ToolGrammar:
     unenforced: tuple[str, ...] = ()
     special_tokens: tuple[str, ...] = ()
     grammar: Grammar = field(default_factory=Grammar, repr=False, compare=False)
+    token_ids: Mapping[str, int] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def _special(self) -> Collection[str]:
+        """The special tokens as the writers take them (with their ids when given)."""
+        return self.token_ids or self.special_tokens
+
+    @functools.cached_property
+    def lark(self) -> str:
+        """The grammar in llguidance's Lark dialect (``special_tokens`` as ``<token>`` or ``<[id]>``)."""
+        return to_lark(self.grammar, "turn", self._special)
 
     @functools.cached_property
     def gbnf(self) -> str:
@@ -50,7 +61,7 @@ class ToolGrammar:
         written on first use: free text and regex terminals become rules of characters."""
         from chatparse.grammar.gbnf import to_ebnf
 
-        return to_ebnf(self.grammar, Ref("turn"), dialect="gbnf", special=self.special_tokens)
+        return to_ebnf(self.grammar, Ref("turn"), dialect="gbnf", special=self._special)
 
     @functools.cached_property
     def structural_tag(self) -> dict[str, Any]:
@@ -106,7 +117,7 @@ def tool_grammar(
     tool_choice: Any = "auto",
     parallel_tool_calls: bool = True,
     prefix: str = "",
-    special_tokens: Collection[str] = (),
+    special_tokens: Collection[str] | Mapping[str, int] = (),
     lenient: bool = False,
     reasoning: bool = True,
 ) -> ToolGrammar:
@@ -118,7 +129,9 @@ def tool_grammar(
     OpenAI's ``{"type": "function", "function": {"name": ...}}``): exactly that call.
     ``parallel_tool_calls=False``: at most one call (exactly one under ``required``). ``prefix``: the prompt,
     as for parsing (it decides whether reasoning is already open). ``special_tokens``: markers that are
-    single added tokens of the model's tokenizer (written as token references in the Lark text).
+    single added tokens of the model's tokenizer (written as token references in the Lark and GBNF texts), or
+    a mapping of each to its id in the tokenizer, which names a token not spelled ``<...>`` (MiniMax's
+    ``[e~[``) by its id there; without its id such a token raises ``GrammarError`` (``special_token``).
     ``lenient``: leave schema keywords a grammar cannot enforce free (listed in ``unenforced``) instead
     of raising ``GrammarError``. ``reasoning=False``: the grammar starts after the reasoning block, where
     vLLM and SGLang start applying a grammar when a reasoning parser runs. Results are cached by all of
@@ -128,7 +141,9 @@ def tool_grammar(
     tool_list: list[Tool] = [as_tool(t) for t in tools]
     # (keys in their order: a schema's property order is the order the grammar writes them in)
     key = json.dumps([_template_key(template, compiled), [t.to_dict() for t in tool_list],
-                      tool_choice, parallel_tool_calls, prefix, sorted(special_tokens), lenient, reasoning],
+                      tool_choice, parallel_tool_calls, prefix,
+                      sorted(special_tokens.items()) if isinstance(special_tokens, Mapping) else sorted(special_tokens),
+                      lenient, reasoning],
                      default=str)
     with _LOCK:
         hit = _CACHE.get(key)
@@ -145,7 +160,6 @@ def tool_grammar(
                                         builder.answer(None if choice == "named" else choice, name,
                                                        parallel_tool_calls))
     result = ToolGrammar(
-        lark=to_lark(builder.grammar, "turn", special_tokens),
         tool_choice=name if name is not None else choice,
         parallel_tool_calls=parallel_tool_calls,
         reasoning=state,
@@ -153,6 +167,7 @@ def tool_grammar(
         unenforced=tuple(builder.schemas.unenforced),
         special_tokens=tuple(sorted(special_tokens)),
         grammar=builder.grammar,
+        token_ids=dict(special_tokens) if isinstance(special_tokens, Mapping) else {},
     )
     with _LOCK:
         _CACHE[key] = result

@@ -23,7 +23,9 @@ if TYPE_CHECKING:
     from chatparse.grammar.build import Builder
     from chatparse.tools.schema import Tool
 
-_BARE_KEY = re.compile(r"[A-Za-z_][\w.\-]{0,127}")
+# A key written bare: ASCII word characters only (narrower than the parser's \w, and exact in every grammar
+# form: \w's Unicode tables differ between engines); any other key is written quoted.
+_BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,127}")
 _ORDERS = ("schema", "sorted")
 _TOOL_NAME = re.compile(r"[\w.\-]{1,128}")  # a name the call's opener captures
 

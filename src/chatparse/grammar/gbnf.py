@@ -9,10 +9,23 @@ has no token syntax (a special token in a literal raises ``GrammarError``, the s
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Literal
 
-from chatparse.grammar.ir import Alt, Grammar, Lit, Node, Ref, Rep, Rx, Seq, Text, Until, rx_escape
+from chatparse.grammar.ir import (
+    Alt,
+    Grammar,
+    Lit,
+    Node,
+    Ref,
+    Rep,
+    Rx,
+    Seq,
+    Text,
+    Until,
+    rx_escape,
+    token_reference,
+)
 from chatparse.grammar.jsonschema import GrammarError
 from chatparse.grammar.regular import (
     DFA,
@@ -52,12 +65,16 @@ def quote(text: str) -> str:
     return '"' + "".join(_char(ord(ch), '"\\') for ch in text) + '"'
 
 
-def char_class(chars: Chars) -> str:
-    """``chars`` as a class, negated when that is shorter (``[^"\\\\]``: any other character)."""
+def char_class(chars: Chars, *, ascii_negation: bool = False) -> str:
+    """``chars`` as a class, negated when that is shorter (``[^"\\\\]``: any other character).
+    ``ascii_negation``: negate only ASCII characters (xgrammar 0.2.7, which SGLang 0.5.23 pins, fails to
+    compile a negated class holding a non-ASCII character: ``[^\u1680]``; positive ranges compile)."""
     if len(chars) == 1 and chars[0][0] == chars[0][1]:
         return quote(chr(chars[0][0]))
     negated = chars_negate(chars)
     negate = len(negated) < len(chars) or (len(negated) == len(chars) and chars[-1][1] == 0x10FFFF)
+    if ascii_negation and negated and negated[-1][1] >= 0x80:
+        negate = False
     spans = negated if negate and negated else chars
     body = "".join(_char(lo, _CLASS_SPECIALS) if lo == hi else
                    f"{_char(lo, _CLASS_SPECIALS)}-{_char(hi, _CLASS_SPECIALS)}" for lo, hi in spans)
@@ -69,6 +86,7 @@ class _Writer:
         self.grammar = grammar
         self.dialect = dialect
         self.special = sorted(special, key=len, reverse=True)
+        self.ids: Mapping[str, int] = special if isinstance(special, Mapping) else {}
         self.names: dict[str, str] = {}  # IR rule name -> EBNF name
         self.used = {"root"}
         self.pending: list[str] = []  # IR rules referenced, to write
@@ -123,16 +141,20 @@ class _Writer:
             rest = rest[at + len(tok):]
         return " ".join(parts) if parts else '""'
 
+    def char_class(self, chars: Chars) -> str:
+        return char_class(chars, ascii_negation=self.dialect == "xgrammar")
+
     def token(self, tok: str) -> str:
         if self.dialect != "gbnf":
             raise GrammarError(f"the special token {tok!r} has no spelling in xgrammar's EBNF; expected a "
                                "token-free part (the structural tag writes tokens itself)", code="special_token",
                                field=tok)
-        if not (tok.startswith("<") and tok.endswith(">") and len(tok) > 2 and ">" not in tok[1:-1]):
+        written = token_reference(tok, self.ids)
+        if written is None:
             raise GrammarError(f"the special token {tok!r} is no <...> text, which GBNF names only by its id "
-                               "(<[id]>); expected special tokens written <like-this>", code="special_token",
-                               field=tok)
-        return tok
+                               "(<[id]>); expected special_tokens as a mapping of each token to its id in the "
+                               "tokenizer", code="special_token", field=tok)
+        return written
 
     def regex(self, pattern: str) -> str:
         hit = self._regex.get(pattern)
@@ -145,7 +167,7 @@ class _Writer:
     def tree(self, tree: Tree) -> str:
         kind = tree[0]
         if kind == "chars":
-            return char_class(tree[1]) if tree[1] else self.never()
+            return self.char_class(tree[1]) if tree[1] else self.never()
         if kind == "seq":
             return " ".join(self.tree_atom(item) for item in tree[1]) if tree[1] else '""'
         if kind == "alt":
@@ -210,13 +232,13 @@ class _Writer:
             if state and not edges:
                 continue
             loop = next((chars for chars, nxt in edges if nxt == state), None)
-            options = [char_class(chars) if not dfa.edges[nxt] else f"{char_class(chars)} {names[nxt]}"
+            options = [self.char_class(chars) if not dfa.edges[nxt] else f"{self.char_class(chars)} {names[nxt]}"
                        for chars, nxt in edges if nxt != state]
             if dfa.accepting[state] and (options or loop is None):
                 options.append('""')
             body = " | ".join(options)
             if loop is not None:
-                body = f"{char_class(loop)}*" + (f" ({body})" if len(options) > 1 else f" {body}" if options else "")
+                body = f"{self.char_class(loop)}*" + (f" ({body})" if len(options) > 1 else f" {body}" if options else "")
             self.lines.append(f"{names[state]} ::= {body}")
         self._automata[id(dfa)] = (dfa, names[0])
         return names[0]

@@ -102,6 +102,18 @@ class Text(Node):
 EMPTY = Seq(())
 
 
+def token_reference(token: str, ids: Mapping[str, int]) -> str | None:
+    """How Lark and GBNF name the special token ``token``: by its text when it is spelled ``<...>``
+    (``<|im_end|>``), else by its id (``<[200002]>``) when ``ids`` has it; None when neither can."""
+    if token.startswith("<") and token.endswith(">") and len(token) > 2 and not _NOT_IN_NAME.search(token[1:-1]):
+        return token
+    at = ids.get(token)
+    return f"<[{at}]>" if at is not None else None
+
+
+_NOT_IN_NAME = re.compile(r"[<>\s]")
+
+
 def seq(*items: Node) -> Node:
     flat: list[Node] = []
     for item in items:  # (exact types: the fastest test)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
 from chatparse.grammar.ir import (
     Alt,
@@ -26,7 +26,9 @@ from chatparse.grammar.ir import (
     Until,
     any_of,
     rx_escape,
+    token_reference,
 )
+from chatparse.grammar.jsonschema import GrammarError
 
 _ANY = "(?s:.*)"
 
@@ -51,6 +53,8 @@ class _Writer:
     def __init__(self, grammar: Grammar, special: Collection[str]) -> None:
         self.grammar = grammar
         self.special = sorted(special, key=len, reverse=True)
+        ids: Mapping[str, int] = special if isinstance(special, Mapping) else {}
+        self.tokens = {tok: _token(tok, ids) for tok in self.special}
         self.extra: list[str] = []
         self.names: dict[Node, str] = {}
         # By id (nodes are shared, their hashes are deep): (node, its text, its text as an operand).
@@ -79,7 +83,7 @@ class _Writer:
             at, tok = hit
             if at:
                 parts.append(_quote(rest[:at]))
-            parts.append(tok)
+            parts.append(self.tokens[tok])
             rest = rest[at + len(tok):]
         return " ".join(parts) if parts else '""'
 
@@ -97,7 +101,7 @@ class _Writer:
             if special is not None:  # greedy byte text, then the token
                 name = f"TEXT_{index}"
                 self.extra.append(f"{name}: {_regex(_ANY)}{self._exclusion(node.excludes)}{start}")
-                self.names[node] = f"{name} {special}"
+                self.names[node] = f"{name} {self.tokens[special]}"
                 return self.names[node]
             name = f"until_{index}"
             self.extra.append(f"{name}[lazy]: {_regex(_ANY + node.stop)}{self._exclusion(node.excludes)}{start}")
@@ -163,9 +167,19 @@ class _Writer:
         return f"{inner}{{{node.min},{upper}}}"
 
 
+def _token(token: str, ids: Mapping[str, int]) -> str:
+    written = token_reference(token, ids)
+    if written is None:
+        raise GrammarError(f"the special token {token!r} is not spelled <...>, and llguidance's Lark names such a "
+                           "token only by its id; expected special_tokens as a mapping of each token to its id in "
+                           "the tokenizer (or leave it out to match its text)", code="special_token", field=token)
+    return written
+
+
 def to_lark(grammar: Grammar, start: str, special: Collection[str] = ()) -> str:
     """Lark text for ``grammar`` starting at rule ``start``: the rules it reaches, in the grammar's order (a
-    grammar may hold rules no other refers to, e.g. the JSON rules a respelled copy was made from)."""
+    grammar may hold rules no other refers to, e.g. the JSON rules a respelled copy was made from).
+    ``special``: the special tokens (a mapping to their ids names those not spelled ``<...>``)."""
     writer = _Writer(grammar, special)
     rules = grammar.rules
     written: dict[str, str] = {}

@@ -6,6 +6,7 @@ streamed into reasoning / content / tool-call deltas with ids, and where reasoni
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -39,6 +40,18 @@ CALL_MODES = ("buffered", "early")
 logger = logging.getLogger("chatparse.serving")
 
 NewCallId = Callable[[str], str]  # the tool call's name -> its id
+
+
+def template_special_tokens(tokenizer: Any, template: CompiledTemplate) -> dict[str, int]:
+    """The tokenizer's added tokens that ``template``'s markers use, with their ids: a grammar names them as
+    tokens (llguidance and xgrammar match an added token only as that token, never its bytes spelled out; one
+    not spelled ``<...>``, such as MiniMax's ``[e~[``, only by its id)."""
+    try:
+        added = dict(tokenizer.get_added_vocab())
+    except AttributeError:
+        return {}
+    source = json.dumps(template.to_dict(), ensure_ascii=False)
+    return {token: at for token, at in sorted(added.items()) if token and token in source}
 
 
 # --- which template -------------------------------------------------------------------------------

@@ -6,7 +6,9 @@ Both subclass SGLang's response-template detectors, so its serving layer treats 
 ``response_template`` parsers: it keeps special tokens in the output text and hands both detectors the rendered
 prompt (``prefix``) and the request's tools. Both parse the same raw text with one template: the reasoning
 detector returns the reasoning and passes the raw text on to the tool detector, which returns the content and
-the calls. Neither adds a grammar. Imports SGLang; ``chatparse.integrations.sglang`` does not.
+the calls. For ``tool_choice="required"``, a named tool, ``strict`` tools (or ``SGLANG_TOOL_STRICT_LEVEL``)
+and ``parallel_tool_calls=false`` the tool detector gives SGLang the template's grammar as an xgrammar
+structural tag (``chatparse.tool_grammar``). Imports SGLang; ``chatparse.integrations.sglang`` does not.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ from sglang.srt.parser.response_template import (
     ResponseTemplateToolDetector,
 )
 
+from chatparse.errors import ChatparseError
+from chatparse.grammar import tool_grammar
+from chatparse.grammar.build import region_texts
 from chatparse.integrations.serving import (
     PARSER_NAME as NAME,
 )
@@ -35,10 +40,12 @@ from chatparse.integrations.serving import (
     TEMPLATE_ENV,
     Delta,
     GenerationStream,
+    Parsed,
     call_mode,
     parse_generation,
     reasoning_field,
     server_template,
+    template_special_tokens,
     tool_dicts,
 )
 from chatparse.integrations.transformers import check_tokenizer
@@ -74,16 +81,38 @@ def template_for(tokenizer: Any) -> CompiledTemplate:
     return template
 
 
-def _partner_check(other_flag: str) -> None:
-    """Both parsers read the raw text with one template; with another parser on the other side the text would
-    be split twice. Raises at startup (SGLang builds both parsers while it starts) naming the fix."""
+def _server_option(flag: str) -> Any:
+    """The value of a ``launch_server`` option in this process's published server configuration (None when
+    none is published: a direct use of the classes)."""
     try:
         from sglang.srt.runtime_context import get_serving
 
         serving = get_serving()
-    except (ImportError, ValueError):  # no server configuration published: a direct use, nothing to compare
-        return
-    other = getattr(serving, other_flag.removeprefix("--").replace("-", "_"), None)
+    except (ImportError, ValueError):
+        return None
+    return getattr(serving, flag.removeprefix("--").replace("-", "_"), None)
+
+
+def _grammar_waits_for_reasoning(template: CompiledTemplate) -> bool:
+    """Whether SGLang starts a request's grammar where its reasoning ends (its reasoner grammar backend): when
+    a reasoning parser runs and its ``think_end_token`` is text. Otherwise the grammar covers the reasoning."""
+    return _server_option("--reasoning-parser") is not None and bool(_think_end(template))
+
+
+def _grammar_backend() -> str | None:
+    """The server's ``--grammar-backend`` (None: not published, or SGLang's default, xgrammar)."""
+    try:
+        from sglang.srt.runtime_context import get_exec
+
+        return getattr(get_exec().kernel, "grammar_backend", None)
+    except (ImportError, ValueError, AttributeError):
+        return None
+
+
+def _partner_check(other_flag: str) -> None:
+    """Both parsers read the raw text with one template; with another parser on the other side the text would
+    be split twice. Raises at startup (SGLang builds both parsers while it starts) naming the fix."""
+    other = _server_option(other_flag)
     if other not in (None, NAME):
         raise ValueError(f"expected {other_flag} {NAME} (or none) beside the {NAME} parser, found {other_flag} "
                          f"{other}: {NAME} parses reasoning, content and tool calls with one template. Use "
@@ -104,6 +133,32 @@ def _first_literal(delimiter: Delimiter | None, avoid: tuple[str, ...] = ()) -> 
     return next((text for text in literals if text not in avoid), literals[0] if literals else "")
 
 
+def _think_end(template: CompiledTemplate) -> str:
+    """The reasoning detector's ``think_end_token``: the literal that closes the reasoning, or, for a close
+    given as a regex (``</think>`` or a call that starts without it), the close the model writes. "" when the
+    template has no reasoning, or when its close also closes another field (gpt-oss's ``<|end|>`` ends every
+    message): SGLang then starts a grammar at the first token, not where the reasoning ends."""
+    field = reasoning_field(template)
+    if not field:
+        return ""
+    tool_field = template.fields.get(TOOLS_FIELD)
+    tool_closers = _first_literal(tool_field.close) if tool_field is not None else ""
+    literal = _first_literal(template.fields[field].close, (tool_closers,))
+    if literal:
+        return literal
+    try:
+        written = region_texts(template.fields[field])[1]
+    except ChatparseError:
+        return ""
+    for name, other in template.fields.items():
+        closes = set(other.close.literals) if other.close is not None and other.close.literals else set()
+        with contextlib.suppress(ChatparseError):
+            closes.add(region_texts(other)[1])
+        if name != field and written in closes:
+            return ""
+    return written
+
+
 # --- reasoning ---------------------------------------------------------------------------------------------
 
 
@@ -122,10 +177,8 @@ class ChatparseReasoningDetector(ResponseTemplateReasoningDetector):  # type: ig
         self._prefix = prefix
         self._tools = tool_dicts(tools)
         field = reasoning_field(self.template)
-        tool_field = self.template.fields.get(TOOLS_FIELD)
-        tool_closers = _first_literal(tool_field.close) if tool_field is not None else ""
         self.think_start_token = _first_literal(self.template.fields[field].open) if field else ""
-        self.think_end_token = _first_literal(self.template.fields[field].close, (tool_closers,)) if field else ""
+        self.think_end_token = _think_end(self.template)
         self.think_start_self_label = ""
         self.think_excluded_tokens = None
         self.message_start_think_openers: list[str] = []
@@ -201,6 +254,7 @@ class ChatparseToolDetector(ResponseTemplateToolDetector):  # type: ignore[misc]
         BaseFormatDetector.__init__(self)  # SGLang's response-template state is not used
         _partner_check("--reasoning-parser")
         self.template = template_for(tokenizer)
+        self._tokenizer = tokenizer
         self.calls = call_mode()
         self._prefix = prefix
         self._tools = tool_dicts(tools)
@@ -214,8 +268,7 @@ class ChatparseToolDetector(ResponseTemplateToolDetector):  # type: ignore[misc]
         self._arguments: dict[int, str] = {}  # streamed arguments per call (early calls)
 
     def has_tool_call(self, text: str) -> bool:
-        return _has_tool_region(parse_generation(self.template, self._prefix, text, tools=self._tools,
-                                                 new_call_id=_no_id, log=_quiet).message)
+        return _has_tool_region(self._parse_quietly(text).message)
 
     def detect_and_parse(self, text: str, tools: Any) -> ToolResult:
         parsed = parse_generation(self.template, self._prefix, text, tools=self._tools or tool_dicts(tools),
@@ -249,33 +302,103 @@ class ChatparseToolDetector(ResponseTemplateToolDetector):  # type: ignore[misc]
                                       parameters=call.arguments))
         return ToolResult(normal_text=delta.content, calls=items)
 
-    # What SGLang's serving layer asks for grammars: no grammar comes from chatparse.
+    # What SGLang's serving layer asks for grammars: the template's grammar as a structural tag.
     def supports_structural_tag(self) -> bool:
-        return False
+        """Whether the template has a grammar. SGLang then reads the calls of a ``required`` or named request
+        with this detector (in the model's own format) rather than as a JSON array."""
+        return _grammar_problem(self.template) is None
 
     def open_call_closer(self, text: str) -> str | None:
-        return None
+        """The closer of a call that ``text`` leaves open at its end: the template's call closer whose
+        addition completes a call (None: none does). Under a tool grammar SGLang keeps a stop token that is
+        such a closer (gpt-oss's ``<|call|>``) and trims one that is not."""
+        count = len(self._parse_quietly(text).calls)
+        return next((closer for closer in self.tool_close_literals
+                     if len(self._parse_quietly(text + closer).calls) > count), None)
 
-    def get_structural_tag(self, *args: Any, **kwargs: Any) -> None:
-        return None
+    def _parse_quietly(self, text: str) -> Parsed:
+        return parse_generation(self.template, self._prefix, text, tools=self._tools, new_call_id=_no_id,
+                                log=_quiet)
+
+    def get_structural_tag(self, tools: Any = None, tool_choice: Any = "auto", thinking_mode: bool = False,
+                           parallel_tool_calls: bool = True, message_start: bool = False, **_options: Any) -> Any:
+        """The template's grammar for these tools and this choice as xgrammar's ``StructuralTag`` (None from
+        the message start: the reasoning detector never claims it, so SGLang does not ask for that one)."""
+        if message_start:
+            return None
+        guarantee = _asked_guarantee(tool_choice, parallel_tool_calls, strict=False) or "auto"
+        return self._structural_tag(tools, tool_choice, parallel_tool_calls, thinking_mode, guarantee=guarantee)
 
     def validate_structure_constraint_request(self, tool_choice: Any, parallel_tool_calls: bool,
-                                              strict_requested: bool, **_options: Any) -> None:
-        """Reject a tool guarantee parsing cannot give (no grammar constrains the model's own call format);
-        SGLang answers the request with a 400 naming the parameter."""
-        if tool_choice == "required":
-            guarantee = "tool_choice='required'"
-        elif tool_choice not in ("auto", "none", None):
-            guarantee = "a named tool_choice"
-        elif strict_requested:
-            guarantee = "strict tools"
-        elif not parallel_tool_calls:
-            guarantee = "parallel_tool_calls=false"
-        else:
+                                              strict_requested: bool, *, tools: Any = None,
+                                              thinking_mode: bool = False, **_options: Any) -> Any:
+        """The constraint of a request that asks for a guarantee (``required``, a named tool, strict tools or
+        ``SGLANG_TOOL_STRICT_LEVEL``, ``parallel_tool_calls=false``): the template's grammar as a structural
+        tag, which SGLang applies from where reasoning ends. None for plain ``auto`` and ``none`` (free text,
+        as SGLang's own parsers leave it). A guarantee no grammar can give here raises ``ValueError``, which
+        SGLang answers with a 400 naming the fix."""
+        guarantee = _asked_guarantee(tool_choice, parallel_tool_calls, strict_requested)
+        if guarantee is None:
             return None
-        raise ValueError(f"the {NAME} tool-call parser cannot guarantee {guarantee}: it reads the calls the model "
-                         "writes in its own format and no grammar constrains them. Use tool_choice='auto' with "
-                         "non-strict tools.")
+        return self._structural_tag(tools, tool_choice, parallel_tool_calls, thinking_mode, guarantee=guarantee)
+
+    def _structural_tag(self, tools: Any, tool_choice: Any, parallel_tool_calls: bool, thinking_mode: bool, *,
+                        guarantee: str) -> Any:
+        backend = _grammar_backend()
+        if backend not in (None, GRAMMAR_BACKEND):
+            raise ValueError(f"the {NAME} tool-call parser enforces {guarantee} with an xgrammar structural tag, "
+                             f"but this server runs --grammar-backend {backend}. Start SGLang with "
+                             f"--grammar-backend {GRAMMAR_BACKEND} (its default), or use tool_choice='auto' with "
+                             "non-strict tools.")
+        choice = tool_choice.model_dump() if hasattr(tool_choice, "model_dump") else tool_choice
+        try:
+            grammar = tool_grammar(
+                self.template, tool_dicts(tools) or self._tools or [], tool_choice=choice or "auto",
+                parallel_tool_calls=parallel_tool_calls is not False,
+                special_tokens=template_special_tokens(self._tokenizer, self.template),
+                reasoning=thinking_mode or not _grammar_waits_for_reasoning(self.template))
+            tag = grammar.structural_tag
+        except ChatparseError as exc:
+            raise ValueError(f"the {NAME} tool-call parser cannot guarantee {guarantee} with this model's template "
+                             f"and these tools ({exc.code}): {exc}. Use tool_choice='auto' with non-strict "
+                             "tools.") from exc
+        from xgrammar import StructuralTag
+
+        return StructuralTag.model_validate(tag)
+
+
+GRAMMAR_BACKEND = "xgrammar"  # the grammar backend that compiles the tag (SGLang's llguidance takes legacy tags)
+_PROBE_TOOL = {"type": "function", "function": {"name": "probe", "parameters": {"type": "object"}}}
+_PROBED: dict[int, tuple[CompiledTemplate, str | None]] = {}
+
+
+def _grammar_problem(template: CompiledTemplate) -> str | None:
+    """Why ``template`` has no grammar (None: it has one), found once per template."""
+    probed = _PROBED.get(id(template))
+    if probed is not None and probed[0] is template:
+        return probed[1]
+    problem = None
+    try:
+        _ = tool_grammar(template, [_PROBE_TOOL], tool_choice="required", reasoning=False).structural_tag
+    except ChatparseError as exc:
+        problem = str(exc)
+    _PROBED[id(template)] = (template, problem)
+    return problem
+
+
+def _asked_guarantee(tool_choice: Any, parallel_tool_calls: bool, strict: bool) -> str | None:
+    """The guarantee a request asks a grammar for (None: plain ``auto`` or ``none``, nothing to enforce)."""
+    if tool_choice == "required":
+        return "tool_choice='required'"
+    if tool_choice not in ("auto", "none", None):
+        return "a named tool_choice"
+    if tool_choice == "none":
+        return None
+    if strict:
+        return "strict tools"
+    if parallel_tool_calls is False:
+        return "parallel_tool_calls=false"
+    return None
 
 
 def _is_json(text: str) -> bool:

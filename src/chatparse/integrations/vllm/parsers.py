@@ -51,6 +51,7 @@ from chatparse.integrations.serving import (
     parse_generation,
     reasoning_field,
     server_template,
+    template_special_tokens,
     tool_dicts,
 )
 from chatparse.integrations.transformers import check_tokenizer
@@ -183,15 +184,15 @@ def _choice(request: Any) -> Any:
     return "auto" if choice is None else choice
 
 
-def special_tokens(tokenizer: Any, template: CompiledTemplate) -> list[str]:
-    """The tokenizer's added tokens that the template's markers use (llguidance counts every added token
-    as special: the grammar must name them as tokens, not spell their bytes)."""
+def added_vocab(tokenizer: Any) -> dict[str, int]:
+    """The tokenizer's added tokens and their ids (none for a tokenizer that does not say)."""
     try:
-        added = tokenizer.get_added_vocab()
+        return dict(tokenizer.get_added_vocab())
     except AttributeError:
-        return []
-    source = json.dumps(template.to_dict(), ensure_ascii=False)
-    return sorted(token for token in added if token and token in source)
+        return {}
+
+
+special_tokens = template_special_tokens
 
 
 # --- the unified parser -----------------------------------------------------------------------------

@@ -25,7 +25,7 @@ import chatparse
 from chatparse.grammar import GrammarError, tool_grammar
 from chatparse.grammar.gbnf import quote, to_ebnf
 from chatparse.grammar.ir import Grammar, Lit, Ref, Rep, Until, rx_escape, seq
-from chatparse.grammar.structural_tag import to_structural_tag, with_token_ids
+from chatparse.grammar.structural_tag import to_structural_tag
 from chatparse.template.compile import load_template
 from chatparse.templates import get_template
 from tests.grammar.gbnf_lark import gbnf_to_lark
@@ -39,21 +39,12 @@ from tests.grammar.test_builtins import (
     _rendered,
     _turns,
 )
-from tests.grammar.test_gbnf import GBNF_WALKS, NO_GBNF
 from tests.grammar.token_walk import XGrammarMatcher, walk_tokens
 from tests.grammar.walk import accepts, walk
 from tests.tokens import template_markers
 
 WEATHER = [{"type": "function", "function": {"name": "get_weather", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
-
-
-def _requests(family: str) -> tuple[list[dict[str, Any]], list[str]]:
-    """The tools and tool choices to check a family with: a structural tag is written by ``to_ebnf``, so the
-    requests that have no GBNF form (``NO_GBNF``: a regex with ``\\w``) have no tag either."""
-    options = GBNF_WALKS.get(family, {})
-    choices = [choice for choice, _ in options.get("choices", [])] or ["auto", "required", "plan_trip"]
-    return options.get("tools", STRESS_TOOLS), list(dict.fromkeys(choices))
 
 
 def _specials(family: str) -> list[str]:
@@ -85,28 +76,6 @@ def test_markers_are_text_and_the_turns_end_is_split_out() -> None:
     assert any('"<tool_call>' in f.get("grammar", "") for f in formats)  # other markers: text in the grammar
 
 
-def test_markers_as_token_formats() -> None:
-    specials = ["<tool_call>", "</tool_call>", "<|im_end|>", "<think>", "</think>"]
-    grammar = tool_grammar("qwen3", WEATHER, tool_choice="required", special_tokens=specials)
-    tag = to_structural_tag(grammar.grammar, "turn", specials, tokens=True)
-    formats = list(_formats(tag["format"]))
-    assert {f["token"] for f in formats if f["type"] == "token"} == set(specials)
-    for f in formats:  # no grammar or literal spells a token
-        text = f.get("grammar", f.get("value", ""))
-        assert not any(tok in text for tok in specials), f
-
-
-def test_tokens_by_id_for_vllm() -> None:
-    grammar = tool_grammar("qwen3", WEATHER, tool_choice="required", special_tokens=["<tool_call>", "</tool_call>"])
-    named = to_structural_tag(grammar.grammar, "turn", grammar.special_tokens, tokens=True)
-    tag = with_token_ids(named, {"<tool_call>": 7, "</tool_call>": 8, "<other>": 9})
-    assert {f["token"] for f in _formats(tag["format"]) if f["type"] == "token"} == {7, 8}
-    assert named != tag  # the tag given is not changed
-    with pytest.raises(GrammarError) as info:
-        with_token_ids(named, {"<tool_call>": 7})
-    assert info.value.code == "unknown_token"
-
-
 def _depth(node: Any) -> int:
     """How deep JSON objects and arrays nest (vLLM refuses a structural tag deeper than 80)."""
     if isinstance(node, dict):
@@ -124,18 +93,15 @@ def test_a_grammar_without_special_tokens_is_one_grammar_format() -> None:
 def test_the_token_that_ends_the_turn_is_optional() -> None:
     # a stop token never matches a token format in xgrammar (it ends the output where the grammar may end)
     grammar = tool_grammar("gpt_oss", WEATHER, tool_choice="required", special_tokens=_specials("gpt_oss"))
-    for tag in (grammar.structural_tag, to_structural_tag(grammar.grammar, "turn", grammar.special_tokens,
-                                                          tokens=True)):
-        formats = list(_formats(tag["format"]))
-        assert [f for f in formats if f["type"] == "optional" and _marker(f["content"]) == "<|call|>"]
-        assert not [f for f in formats if _marker(f) == "<|call|>"  # only as the optional's content
-                    and not any(o.get("content") is f for o in formats)]
-    # <|end|> ends the analysis message: followed by more, so it stays required
-    assert [f for f in formats if f["type"] == "sequence" and any(_marker(e) == "<|end|>" for e in f["elements"])]
-
-
-def _marker(fmt: dict[str, Any]) -> Any:
-    return fmt.get("token", fmt.get("value"))
+    formats = list(_formats(grammar.structural_tag["format"]))
+    assert [f for f in formats if f["type"] == "optional" and f["content"].get("value") == "<|call|>"]
+    assert not [f for f in formats if f.get("value") == "<|call|>"  # only as the optional's content
+                and not any(o.get("content") is f for o in formats)]
+    lark = _flat_lark(grammar.structural_tag)  # <|end|> ends the analysis message, followed by more: required
+    call = ('<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}')
+    assert accepts(lark, call)[0] and accepts(lark, call + "<|call|>")[0]
+    assert accepts(lark, "<|channel|>analysis<|message|>Hm.<|end|><|start|>assistant" + call)[0]
+    assert not accepts(lark, "<|channel|>analysis<|message|>Hm.<|start|>assistant" + call)[0]
 
 
 def test_text_before_a_token_holds_no_such_token() -> None:
@@ -146,12 +112,17 @@ def test_text_before_a_token_holds_no_such_token() -> None:
     assert not accepts(lark, "a<|end|>b<|end|>done")[0]
 
 
-def test_bounded_repetitions_of_tokens_are_unrolled() -> None:
-    grammar = Grammar({"turn": Rep(Lit("<t>x"), 1, 3)})
-    tag = to_structural_tag(grammar, "turn", ["<t>"])
-    assert not [f for f in _formats(tag["format"]) if f["type"] == "repeat"]
+@pytest.mark.parametrize(("low", "high"), [(1, 3), (0, None), (2, None), (0, 2)])
+def test_the_last_repetition_ends_the_turn(low: int, high: int | None) -> None:
+    """``(x<t>){low,high}`` at the end of the turn: the last ``<t>`` may be left to a stop token."""
+    tag = to_structural_tag(Grammar({"turn": Rep(Lit("x<t>"), low, high)}), "turn", ["<t>"])
     lark = _flat_lark(tag)
-    assert [accepts(lark, "<t>x" * n)[0] for n in range(5)] == [False, True, True, True, False]
+    for count in range(6):
+        within = low <= count and (high is None or count <= high)
+        assert accepts(lark, "x<t>" * count)[0] is within, count
+        if count:
+            assert accepts(lark, "x<t>" * (count - 1) + "x")[0] is within, count
+    assert not accepts(lark, "xx")[0]
 
 
 def test_a_rule_that_reaches_itself_through_a_token_is_refused() -> None:
@@ -229,8 +200,8 @@ def test_the_structural_tag_says_what_the_lark_grammar_says(family: str) -> None
     prefix = _prefix(family)
     specials = _specials(family)
     rng = random.Random(family)
-    tools, choices = _requests(family)
-    for choice in choices:
+    tools = STRESS_TOOLS
+    for choice in ("auto", "required", "plan_trip"):
         grammar = tool_grammar(template, tools, tool_choice=choice, prefix=prefix, special_tokens=specials)
         plain = tool_grammar(template, tools, tool_choice=choice, prefix=prefix)
         assert _depth(grammar.structural_tag) <= 80
@@ -252,14 +223,6 @@ def test_the_structural_tag_says_what_the_lark_grammar_says(family: str) -> None
                 _check_message(message, choice, True)
 
 
-@pytest.mark.parametrize("family", sorted(NO_GBNF))
-def test_families_without_a_structural_tag_say_why(family: str) -> None:
-    grammar = tool_grammar(family, STRESS_TOOLS, tool_choice="auto", special_tokens=_specials(family))
-    with pytest.raises(GrammarError) as info:
-        _ = grammar.structural_tag
-    assert info.value.code == NO_GBNF[family]
-
-
 # --- xgrammar itself (the vLLM venv) ------------------------------------------------------------------
 
 
@@ -279,10 +242,10 @@ def _xgrammar_tokenizer(family: str) -> tuple[Any, list[int]]:
     return tokenizer, stops
 
 
-@pytest.mark.parametrize("family", [f for f in _grammar_families() if _turns(f) and f not in NO_GBNF])
+@pytest.mark.parametrize("family", [f for f in _grammar_families() if _turns(f)])
 def test_xgrammar_accepts_what_the_chat_template_renders(family: str) -> None:
-    """Both forms (markers as text, and as ``token`` formats by id), each compiled without a cache (see the
-    module notes of ``structural_tag``), accept the rendered turns token by token."""
+    """The tag, compiled as vLLM compiles it (and checked as vLLM checks it), accepts the rendered turns token
+    by token."""
     xgr = pytest.importorskip("xgrammar")
     template = get_template(family)
     tokenizer, stops = _xgrammar_tokenizer(family)
@@ -299,22 +262,20 @@ def test_xgrammar_accepts_what_the_chat_template_renders(family: str) -> None:
         for choice in choices:
             grammar = tool_grammar(template, tools, tool_choice=choice, prefix=prompt,
                                    special_tokens=_specials(family))
-            by_id = with_token_ids(to_structural_tag(grammar.grammar, "turn", grammar.special_tokens, tokens=True),
-                                   tokenizer.get_added_vocab())
-            for tag in (json.dumps(grammar.structural_tag), json.dumps(by_id)):
-                xgr.Grammar.from_structural_tag(tag)  # vLLM's check of a request's tag (no tokenizer)
-                matcher = xgr.GrammarMatcher(compiler.compile_structural_tag(tag))
-                ids = tokenizer.encode(text, add_special_tokens=False)
-                for at, token in enumerate(ids):
-                    assert matcher.accept_token(token), \
-                        f"{choice}: xgrammar rejects {tokenizer.decode(ids[:at + 1])!r} (of {text!r})"
-                assert matcher.is_terminated() or matcher.is_completed(), \
-                    f"{choice}: the turn cannot end after {text!r}"
+            tag = json.dumps(grammar.structural_tag)
+            xgr.Grammar.from_structural_tag(tag)  # vLLM's check of a request's tag (no tokenizer)
+            matcher = xgr.GrammarMatcher(compiler.compile_structural_tag(tag))
+            ids = tokenizer.encode(text, add_special_tokens=False)
+            for at, token in enumerate(ids):
+                assert matcher.accept_token(token), \
+                    f"{choice}: xgrammar rejects {tokenizer.decode(ids[:at + 1])!r} (of {text!r})"
+            assert matcher.is_terminated() or matcher.is_completed(), f"{choice}: the turn cannot end after {text!r}"
 
 
 def test_tags_compiled_one_after_another_mask_what_they_accept() -> None:
     """vLLM compiles every request's tag with one caching compiler: the tags of several requests, compiled in
-    turn, still allow exactly the tokens their matchers accept (token formats would not, see the notes)."""
+    turn, still allow exactly the tokens their matchers accept (``token`` formats would not, see the notes of
+    ``structural_tag``)."""
     xgr = pytest.importorskip("xgrammar")
     tokenizer, stops = _xgrammar_tokenizer("gpt_oss")
     info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=len(tokenizer), stop_token_ids=stops)
@@ -340,7 +301,7 @@ def test_what_xgrammar_lets_the_model_write_parses_back(family: str) -> None:
     tokenizer, stops = _xgrammar_tokenizer(family)
     stop_texts = [tokenizer.convert_ids_to_tokens(i) for i in stops]
     finished = 0
-    tools, choices = _requests(family)
+    tools, choices = STRESS_TOOLS, ("required", "plan_trip", "auto")
     for choice in choices:
         grammar = tool_grammar(template, tools, tool_choice=choice, prefix=prefix, special_tokens=_specials(family))
         tag = json.dumps(grammar.structural_tag)

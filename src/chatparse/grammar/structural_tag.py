@@ -1,9 +1,7 @@
 """The grammar as an xgrammar structural tag (``{"type": "structural_tag", "format": ...}``), the form vLLM's
-default structured-output backend and SGLang accept: ``grammar`` formats (xgrammar's EBNF, from ``to_ebnf``)
-and special tokens as ``const_string`` (or, with ``tokens=True``, as ``token`` formats), joined by
-``sequence``/``or``/``optional``/``star``/``plus``. With markers as text, one grammar holds everything but
-the ways the turn ends, whose final special token is optional (below); with ``token`` formats, every special
-token is split out.
+default structured-output backend and SGLang accept: one ``grammar`` format (xgrammar's EBNF, from
+``to_ebnf``) with the markers as text, except the ways the turn ends, split out with ``sequence``/``or``/
+``optional``/``star`` so that the turn's final special token is optional (below).
 
 What xgrammar 0.2.8 does, checked with ``GrammarCompiler(TokenizerInfo.from_huggingface(tokenizer))
 .compile_structural_tag`` (vLLM's xgrammar backend; 0.33 compiles structural tags with a full-vocabulary
@@ -14,27 +12,26 @@ compiler, 0.32 with its only one) on byte-level tokenizers with the families' sp
   ``<|im_start|>`` is text to it, matched by its bytes wherever a ``const_string`` or a grammar allows them
   (the model may also spell it in pieces; the parser reads the same text). Free text before a special token
   therefore excludes that token: it ends at the first one, as ``Until`` says.
-- A ``token`` format admits that one token only, but 0.2.8's compiler cache (vLLM turns it on) mixes up tags
-  that differ only in their tokens: after compiling a tag with ``token`` 526, a tag with ``token`` 527 in
-  the same place masks as if it were 526 while its matcher rejects 526 (vLLM: "grammar rejected tokens",
-  a 500). So tokens are written as text by default; ``tokens=True`` writes ``token`` formats (and
-  ``with_token_ids`` names them by id, as vLLM's validation, which has no tokenizer, requires). In that
-  form ``repeat`` around a ``token`` does not compile ("Token id -1"), so bounded repetitions are unrolled
-  (``m`` copies, then ``n - m`` optional ones side by side: nesting them would reach vLLM's limit of 80
-  levels of JSON objects and arrays).
+- Markers are not ``token`` formats, which admit the one token only: 0.2.8's compiler cache (vLLM turns it
+  on) mixes up tags that differ only in their tokens (after compiling a tag with ``token`` 526, a tag with
+  ``token`` 527 in the same place masks as if it were 526 while its matcher rejects 526: vLLM's "grammar
+  rejected tokens", a 500, seen in a real server); vLLM checks a request's tag without a tokenizer, so a
+  token named by its text fails there ("Token string resolution requires tokenizer_info") and the ``auto``
+  backend falls back to guidance, which reads no ``format`` tag; ``repeat`` around a ``token`` does not
+  compile ("Token id -1"); and with FunctionGemma's tag a stop token was refused after a ``token`` format
+  where the same tag with markers as text ends.
 - Stop tokens (the tokenizer's EOS and every id vLLM passes as the request's stop tokens, e.g. gpt-oss's
-  ``<|call|>`` and ``<|return|>`` from generation_config.json) are neither text nor ``token`` matches: the
-  matcher takes a stop token only where the grammar may end, and ends there (a required ``token`` of a stop
-  token leaves no token allowed). So a special token that ends the turn (nothing may follow it) is
-  ``optional``: a stop token ends the output right before it (vLLM leaves the stop token out of the text, so
-  the parser sees the same turn); any other is written, then the end-of-sequence token.
-- ``grammar`` formats nest anywhere (in ``sequence``, ``or``, ``plus``), each with its own ``root`` and rule
+  ``<|call|>`` and ``<|return|>`` from generation_config.json) are never text: the matcher takes a stop
+  token only where the grammar may end, and ends there. So a special token that ends the turn (nothing may
+  follow it) is ``optional``: a stop token ends the output right before it (vLLM leaves the stop token out
+  of the text, so the parser sees the same turn); any other is written, then the end-of-sequence token.
+- ``grammar`` formats nest anywhere (in ``sequence``, ``or``, ``star``), each with its own ``root`` and rule
   names that may repeat across formats.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from typing import Any
 
 from chatparse.grammar.gbnf import to_ebnf
@@ -63,10 +60,9 @@ def _optional(item: Format) -> Format:
 
 
 class _Writer:
-    def __init__(self, grammar: Grammar, special: Collection[str], tokens: bool) -> None:
+    def __init__(self, grammar: Grammar, special: Collection[str]) -> None:
         self.grammar = grammar
         self.special = sorted(special, key=len, reverse=True)
-        self.tokens = tokens
         self._has: dict[int, tuple[Node, bool]] = {}  # by id: nodes are shared, their hashes are deep
         self._rules: dict[str, bool] = {}
         self._formats: dict[tuple[int, bool], tuple[Node, Format]] = {}
@@ -109,10 +105,9 @@ class _Writer:
         return result
 
     def split(self, node: Node, tail: bool) -> bool:
-        """Whether ``node`` is written as formats around its special tokens rather than as one grammar: with
-        ``token`` formats, wherever it holds one; with markers as text, only where the turn ends (the
-        ending's special token becomes optional)."""
-        return (self.tokens or tail) and self.has_token(node)
+        """Whether ``node`` is written as formats around its special tokens rather than as one grammar: only
+        where the turn ends (the ending's special token becomes optional)."""
+        return tail and self.has_token(node)
 
     def text(self, node: Node) -> Format:
         if isinstance(node, Lit):
@@ -122,8 +117,7 @@ class _Writer:
         return {"type": "grammar", "grammar": to_ebnf(self.grammar, node, dialect="xgrammar")}
 
     def token(self, token: str, tail: bool) -> Format:
-        written: Format = {"type": "token", "token": token} if self.tokens else {"type": "const_string",
-                                                                               "value": token}
+        written: Format = {"type": "const_string", "value": token}
         return _optional(written) if tail else written
 
     def _format(self, node: Node, tail: bool) -> Format:
@@ -188,40 +182,21 @@ class _Writer:
         return _sequence(out)
 
     def repeat(self, node: Rep, tail: bool) -> Format:
+        """``node`` at the end of the turn: its last repetition is the one that ends it."""
         if (node.min, node.max) == (0, 1):
             return _optional(self.format(node.item, tail))
-        item = self.format(node.item, False)
+        item, last = self.text(node.item), self.format(node.item, tail)
         if node.max is None:
-            many: Format = {"type": "plus" if node.min else "star", "content": item}
-            return _sequence([item] * max(node.min - 1, 0) + [many])
-        # xgrammar 0.2.8 cannot compile ``repeat`` around a token: the bounds, unrolled
-        return _sequence([item] * node.min + [_optional(item)] * (node.max - node.min))
+            ending = _sequence([item] * max(node.min - 1, 0) + [{"type": "star", "content": item}, last])
+            return ending if node.min else _optional(ending)
+        counts = [_sequence([item] * (count - 1) + [last]) for count in range(max(node.min, 1), node.max + 1)]
+        either = counts[0] if len(counts) == 1 else {"type": "or", "elements": counts}
+        return either if node.min else _optional(either)
 
 
-def to_structural_tag(grammar: Grammar, start: str, special: Collection[str] = (), *,
-                      tokens: bool = False) -> dict[str, Any]:
+def to_structural_tag(grammar: Grammar, start: str, special: Collection[str] = ()) -> dict[str, Any]:
     """xgrammar's structural tag for ``grammar`` from rule ``start``: ``special`` are the markers that are
-    single tokens of the model's tokenizer (one that ends the turn is optional; ``tokens=True`` writes them
-    as ``token`` formats, which xgrammar 0.2.8's compiler cache mixes up: see the module's notes). Raises
-    ``GrammarError`` where the format cannot say exactly the same."""
-    writer = _Writer(grammar, special, tokens)
+    single tokens of the model's tokenizer (one that ends the turn is optional, see the module's notes).
+    Raises ``GrammarError`` where the format cannot say exactly the same."""
+    writer = _Writer(grammar, special)
     return {"type": "structural_tag", "format": writer.format(Ref(start), True)}
-
-
-def with_token_ids(tag: dict[str, Any], ids: Mapping[str, int]) -> dict[str, Any]:
-    """``tag`` with every ``token`` format naming its token by id (``ids``: token text to id, e.g. a tokenizer's
-    ``get_added_vocab()``), as vLLM needs it (see the module's notes)."""
-    def rewrite(node: Any) -> Any:
-        if isinstance(node, list):
-            return [rewrite(item) for item in node]
-        if not isinstance(node, dict):
-            return node
-        if node.get("type") == "token" and isinstance(node.get("token"), str):
-            token = node["token"]
-            if token not in ids:
-                raise GrammarError(f"the special token {token!r} is not a token of the tokenizer; expected one of "
-                                   "its added tokens", code="unknown_token", field=token)
-            return {**node, "token": ids[token]}
-        return {key: rewrite(value) for key, value in node.items()}
-
-    return dict(rewrite(tag))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from chatparse.grammar import tool_grammar
 from chatparse.grammar.ir import EMPTY, Alt, Grammar, Lit, Ref, Rep, Rx, Seq, Until
 from chatparse.grammar.lark import to_lark
 from tests.grammar.walk import accepts
@@ -35,7 +36,7 @@ def test_a_shared_node_is_written_alike_everywhere() -> None:
 def test_special_tokens_not_spelled_like_tags_are_named_by_id() -> None:
     import llguidance
 
-    from chatparse.grammar import GrammarError, tool_grammar
+    from chatparse.grammar import GrammarError
     from tests.grammar.test_build_write_forms import _SpecialTokenizer
 
     # MiniMax M2's end of turn '[e~[' is an added token: Lark (and GBNF) can name it only by its id.
@@ -58,3 +59,74 @@ def test_special_tokens_not_spelled_like_tags_are_named_by_id() -> None:
         with pytest.raises(GrammarError) as info:
             _ = getattr(tool_grammar("minimax_m2", tools, tool_choice="required", special_tokens=specials), form)
         assert info.value.code == "special_token"
+
+
+def _family_renders() -> list[str]:
+    from tests.grammar.test_builtins import _grammar_families, _turns
+
+    return [family for family in _grammar_families() if _turns(family)]
+
+
+@pytest.mark.parametrize("family", _family_renders())
+def test_the_model_tokenizer_writes_what_the_chat_template_renders(family: str) -> None:
+    """With the family's markers as the tokenizer's added tokens (what the vLLM plugin passes on the guidance
+    backend), llguidance accepts every rendered turn token by token: free text whose stop holds a token ends
+    where the token comes (a lexeme is bytes and can never match a token)."""
+    from chatparse.integrations.serving import template_special_tokens
+    from chatparse.template.compile import load_template
+    from tests.grammar.test_builtins import (
+        NO_FREE_FORM_OBJECTS,
+        _free_form_objects_declared,
+        _rendered,
+        _turns,
+    )
+    from tests.grammar.token_walk import GuidanceMatcher
+    from tests.integrations.tokenizers import family_tokenizer
+
+    tokenizer = family_tokenizer(family)
+    special = template_special_tokens(tokenizer, load_template(family))
+    tools = _rendered(family)["tools_schema"]  # type: ignore[index]
+    if family in NO_FREE_FORM_OBJECTS:
+        tools = _free_form_objects_declared(family, tools)
+    for prompt, text in _turns(family):
+        grammar = tool_grammar(family, tools, prefix=prompt, special_tokens=special)
+        matcher = GuidanceMatcher(tokenizer, grammar.lark)
+        ids = tokenizer.encode(text, add_special_tokens=False)
+        for at, token in enumerate(ids):
+            assert matcher.consume([token]), f"llguidance rejects {tokenizer.decode(ids[:at + 1])!r} (of {text!r})"
+        assert matcher.can_end(), f"the turn cannot end after {text!r}"
+
+
+@pytest.mark.parametrize("family", ["qwen3_coder", "glm45", "mimo", "seed_oss", "inkling", "gpt_oss"])
+def test_what_llguidance_lets_the_model_write_parses_back(family: str) -> None:
+    """Random walks with llguidance's matcher and the family's tokenizer (markers as tokens, as the vLLM plugin
+    passes them on the guidance backend) parse back into the calls each choice demands."""
+    import jsonschema
+
+    import chatparse
+    from chatparse.integrations.serving import template_special_tokens
+    from chatparse.template.compile import load_template
+    from tests.grammar.test_builtins import STRESS_TOOLS, _check_message, _prefix
+    from tests.grammar.token_walk import GuidanceMatcher, walk_tokens
+    from tests.integrations.tokenizers import family_tokenizer
+
+    tokenizer = family_tokenizer(family)
+    special = template_special_tokens(tokenizer, load_template(family))
+    prefix = _prefix(family)
+    finished = 0
+    choices = ("required", "plan_trip", "auto")
+    for choice in choices:
+        grammar = tool_grammar(family, STRESS_TOOLS, tool_choice=choice, prefix=prefix, special_tokens=special)
+        for seed in range(3):
+            ids = walk_tokens(tokenizer, GuidanceMatcher(tokenizer, grammar.lark), seed,
+                              sorted(grammar.grammar.literals()))
+            if ids is None:
+                continue
+            finished += 1
+            text = tokenizer.decode(ids, skip_special_tokens=False)
+            message = chatparse.parse_response(text, family, prefix=prefix, tools=STRESS_TOOLS)
+            try:
+                _check_message(message, choice, True)
+            except (AssertionError, jsonschema.ValidationError) as exc:
+                raise AssertionError(f"{family} {choice}: {text!r}\n-> {message}\n{exc}") from exc
+    assert finished >= 2 * len(choices) - 1, f"only {finished} of {3 * len(choices)} walks finished"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Collection, Mapping
 
 from chatparse.grammar.ir import (
@@ -97,11 +98,17 @@ class _Writer:
         assert isinstance(node, Until | Text)
         start = f" & ~{_regex(any_of(node.not_start) + _ANY)}" if node.not_start else ""
         if isinstance(node, Until):
-            special = next((tok for tok in self.special if node.stop == rx_escape(tok)), None)
-            if special is not None:  # greedy byte text, then the token
+            pieces = _split_at_tokens(node.stop, self.special) if self.special else [node.stop]
+            if len(pieces) > 1:  # the stop holds special tokens (no byte text can match one)
+                head, rest = pieces[0], pieces[1:]
+                written = [self.tokens[p] if i % 2 == 0 else _regex(p) for i, p in enumerate(rest) if p]
+                # greedy byte text ending in the head (it ends where the token comes: a lazy one would end
+                # at the head's first match, before another alternative's longer stop could match), holding
+                # no spelled-out stop (the first match of which ends the text for the parser)
                 name = f"TEXT_{index}"
-                self.extra.append(f"{name}: {_regex(_ANY)}{self._exclusion(node.excludes)}{start}")
-                self.names[node] = f"{name} {self.tokens[special]}"
+                excluded = self._exclusion((*node.excludes, node.stop))
+                self.extra.append(f"{name}: {_regex(_ANY + head)}{excluded}{start}")
+                self.names[node] = " ".join([name, *written])
                 return self.names[node]
             name = f"until_{index}"
             self.extra.append(f"{name}[lazy]: {_regex(_ANY + node.stop)}{self._exclusion(node.excludes)}{start}")
@@ -165,6 +172,55 @@ class _Writer:
             return f"{inner}?"
         upper = "" if node.max is None else str(node.max)
         return f"{inner}{{{node.min},{upper}}}"
+
+
+def _split_at_tokens(stop: str, special: Collection[str]) -> list[str]:
+    """``stop`` (a regex) cut at each special token it spells at its top level: [regex, token, regex, token,
+    ..., regex] (``[stop]`` when it spells none there, or has alternatives at its top level).
+
+    llguidance matches no special token inside a regex (a lexeme is bytes), so free text whose stop holds one
+    ends where the token comes: at the first match of the regex before it. That draws the boundary at the
+    same place as the whole stop, or refuses the text (a value holding that regex followed by other text can
+    no longer be written): narrower, never reading differently."""
+    depth, in_class, escaped = 0, False, False
+    top: list[int] = []  # positions at depth 0, outside classes
+    for i, ch in enumerate(stop):
+        if escaped:
+            escaped = False
+            continue
+        if ch == "\\":
+            escaped = True
+            if depth == 0 and not in_class:
+                top.append(i)
+            continue
+        if in_class:
+            in_class = ch != "]"
+            continue
+        if ch == "[":
+            in_class = True
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            return [stop]
+        if depth == 0 and ch != ")":
+            top.append(i)
+    at_top = set(top)
+    pieces: list[str] = []
+    rest, offset = stop, 0
+    while True:
+        found = min(((rest.find(rx_escape(tok)), tok) for tok in special
+                     if rx_escape(tok) in rest and rest.find(rx_escape(tok)) + offset in at_top), default=None)
+        if found is None or found[0] < 0:
+            break
+        at, tok = found
+        end = at + len(rx_escape(tok))
+        if end < len(rest) and rest[end] in "?*+{":  # a quantified last character: not the token alone
+            break
+        pieces.extend([rest[:at], tok])
+        rest, offset = rest[end:], offset + end
+    return [*pieces, rest] if pieces else [stop]
 
 
 def _token(token: str, ids: Mapping[str, int]) -> str:

@@ -43,9 +43,10 @@ NewCallId = Callable[[str], str]  # the tool call's name -> its id
 
 
 def template_special_tokens(tokenizer: Any, template: CompiledTemplate) -> dict[str, int]:
-    """The tokenizer's added tokens that ``template``'s markers use, with their ids: a grammar names them as
-    tokens (llguidance and xgrammar match an added token only as that token, never its bytes spelled out; one
-    not spelled ``<...>``, such as MiniMax's ``[e~[``, only by its id)."""
+    """The tokenizer's added tokens that ``template``'s markers use, with their ids: the Lark and GBNF forms
+    name them as tokens (llguidance matches an added token only as that token, never its bytes spelled out;
+    one not spelled ``<...>``, such as MiniMax's ``[e~[``, only by its id). xgrammar matches an added token by
+    its text, spelled or not, so the structural tag writes them as text."""
     try:
         added = dict(tokenizer.get_added_vocab())
     except AttributeError:

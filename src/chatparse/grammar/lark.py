@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from collections.abc import Collection, Mapping
 
 from chatparse.grammar.ir import (

@@ -101,32 +101,11 @@ def test_the_model_tokenizer_writes_what_the_chat_template_renders(family: str) 
 def test_what_llguidance_lets_the_model_write_parses_back(family: str) -> None:
     """Random walks with llguidance's matcher and the family's tokenizer (markers as tokens, as the vLLM plugin
     passes them on the guidance backend) parse back into the calls each choice demands."""
-    import jsonschema
-
-    import chatparse
     from chatparse.integrations.serving import template_special_tokens
     from chatparse.template.compile import load_template
-    from tests.grammar.test_builtins import STRESS_TOOLS, _check_message, _prefix
-    from tests.grammar.token_walk import GuidanceMatcher, walk_tokens
+    from tests.grammar.token_walk import GuidanceMatcher, assert_token_walks_parse_back
     from tests.integrations.tokenizers import family_tokenizer
 
     tokenizer = family_tokenizer(family)
-    special = template_special_tokens(tokenizer, load_template(family))
-    prefix = _prefix(family)
-    finished = 0
-    choices = ("required", "plan_trip", "auto")
-    for choice in choices:
-        grammar = tool_grammar(family, STRESS_TOOLS, tool_choice=choice, prefix=prefix, special_tokens=special)
-        for seed in range(3):
-            ids = walk_tokens(tokenizer, GuidanceMatcher(tokenizer, grammar.lark), seed,
-                              sorted(grammar.grammar.literals()))
-            if ids is None:
-                continue
-            finished += 1
-            text = tokenizer.decode(ids, skip_special_tokens=False)
-            message = chatparse.parse_response(text, family, prefix=prefix, tools=STRESS_TOOLS)
-            try:
-                _check_message(message, choice, True)
-            except (AssertionError, jsonschema.ValidationError) as exc:
-                raise AssertionError(f"{family} {choice}: {text!r}\n-> {message}\n{exc}") from exc
-    assert finished >= 2 * len(choices) - 1, f"only {finished} of {3 * len(choices)} walks finished"
+    assert_token_walks_parse_back(family, tokenizer, lambda grammar: GuidanceMatcher(tokenizer, grammar.lark),
+                                  template_special_tokens(tokenizer, load_template(family)))

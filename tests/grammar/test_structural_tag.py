@@ -17,7 +17,6 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-import jsonschema
 import llguidance
 import pytest
 
@@ -39,7 +38,7 @@ from tests.grammar.test_builtins import (
     _rendered,
     _turns,
 )
-from tests.grammar.token_walk import XGrammarMatcher, walk_tokens
+from tests.grammar.token_walk import XGrammarMatcher, assert_token_walks_parse_back
 from tests.grammar.walk import accepts, walk
 from tests.tokens import template_markers
 
@@ -296,25 +295,7 @@ def test_what_xgrammar_lets_the_model_write_parses_back(family: str) -> None:
     tokens as stop tokens, left out of the text as vLLM leaves them) parse back into the calls each choice
     demands, with schema-valid arguments."""
     pytest.importorskip("xgrammar")
-    template = get_template(family)
-    prefix = _prefix(family)
     tokenizer, stops = _xgrammar_tokenizer(family)
     stop_texts = [tokenizer.convert_ids_to_tokens(i) for i in stops]
-    finished = 0
-    tools, choices = STRESS_TOOLS, ("required", "plan_trip", "auto")
-    for choice in choices:
-        grammar = tool_grammar(template, tools, tool_choice=choice, prefix=prefix, special_tokens=_specials(family))
-        tag = json.dumps(grammar.structural_tag)
-        markers = sorted(grammar.grammar.literals())
-        for seed in range(3):
-            ids = walk_tokens(tokenizer, XGrammarMatcher(tokenizer, tag, stop_texts), seed, markers)
-            if ids is None:
-                continue
-            finished += 1
-            text = tokenizer.decode(ids, skip_special_tokens=False)
-            message = chatparse.parse_response(text, template, prefix=prefix, tools=tools)
-            try:
-                _check_message(message, choice, True)
-            except (AssertionError, jsonschema.ValidationError) as exc:
-                raise AssertionError(f"{family} {choice}: {text!r}\n-> {message}\n{exc}") from exc
-    assert finished >= 2 * len(choices) - 1, f"only {finished} of {3 * len(choices)} walks finished"
+    assert_token_walks_parse_back(family, tokenizer, lambda grammar: XGrammarMatcher(
+        tokenizer, json.dumps(grammar.structural_tag), stop_texts), _specials(family))

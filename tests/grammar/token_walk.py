@@ -5,7 +5,7 @@ structural tag (vLLM's default backend). What a walk writes is text the backend 
 from __future__ import annotations
 
 import random
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Protocol
 
 
@@ -124,3 +124,34 @@ def walk_tokens(tokenizer: Any, matcher: Matcher, seed: int, markers: Sequence[s
         assert matcher.consume([token])
         ids.append(token)
     return None
+
+
+def assert_token_walks_parse_back(family: str, tokenizer: Any, matcher_of: Callable[[Any], Matcher],
+                                  special: Any) -> None:
+    """Random walks with ``matcher_of(grammar)``'s matcher and the family's tokenizer parse back, with the
+    family's rendered prompt as prefix, into the calls ``required``, a named tool and ``auto`` demand, with
+    schema-valid arguments (``special``: the special tokens the grammar is built with)."""
+    import jsonschema
+
+    import chatparse
+    from chatparse.grammar import tool_grammar
+    from tests.grammar.test_builtins import STRESS_TOOLS, _check_message, _prefix
+
+    prefix = _prefix(family)
+    finished = 0
+    choices = ("required", "plan_trip", "auto")
+    for choice in choices:
+        grammar = tool_grammar(family, STRESS_TOOLS, tool_choice=choice, prefix=prefix, special_tokens=special)
+        markers = sorted(grammar.grammar.literals())
+        for seed in range(3):
+            ids = walk_tokens(tokenizer, matcher_of(grammar), seed, markers)
+            if ids is None:
+                continue
+            finished += 1
+            text = tokenizer.decode(ids, skip_special_tokens=False)
+            message = chatparse.parse_response(text, family, prefix=prefix, tools=STRESS_TOOLS)
+            try:
+                _check_message(message, choice, True)
+            except (AssertionError, jsonschema.ValidationError) as exc:
+                raise AssertionError(f"{family} {choice}: {text!r}\n-> {message}\n{exc}") from exc
+    assert finished >= 2 * len(choices) - 1, f"only {finished} of {3 * len(choices)} walks finished"

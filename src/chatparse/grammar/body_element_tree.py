@@ -26,7 +26,7 @@ from chatparse.content.bare_key_objects import _scalar  # how the parser reads a
 from chatparse.engine.tool_typing import coerce_string, schema_types
 from chatparse.grammar.body_typed_parameters import raw_string, ref_target, shaping
 from chatparse.grammar.ir import EMPTY, Lit, Node, Rep, Rx, Until, alt, lit, rx_escape, seq
-from chatparse.grammar.jsonschema import INTEGER, NUMBER, GrammarError
+from chatparse.grammar.jsonschema import INTEGER, NUMBER, GrammarError, value_kinds
 
 _NAME = re.compile(r"[^\s<>/]+")  # an element name the parser reads
 
@@ -122,13 +122,7 @@ class _Tree:
             base = {k: v for k, v in schema.items() if k != "allOf"}
             return self.values({**base, **schema["allOf"][0]}, f"{where}/allOf/0", root, depth, hops)
         self.builder.schemas._check_keywords(schema, where)
-        kinds = schema.get("type")
-        if kinds is None:
-            kinds = ["object"] if "properties" in schema or "additionalProperties" in schema else \
-                ["array"] if "items" in schema or "prefixItems" in schema else []
-        kinds = [kinds] if isinstance(kinds, str) else list(kinds)
-        if schema.get("nullable") and "null" not in kinds:
-            kinds.append("null")
+        kinds = value_kinds(schema)
         if not kinds:
             raise _unwritable(where, "a value of any type (objects included)")
         return {str(kind): self.typed(kind, schema, where, root, depth) for kind in kinds}

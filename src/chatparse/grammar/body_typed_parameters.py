@@ -18,7 +18,7 @@ from typing import Any
 
 from chatparse.grammar.body_xml_parameters import _tags_apart
 from chatparse.grammar.ir import Lit, Node, Until, alt, lit, rx_escape, seq
-from chatparse.grammar.jsonschema import STRING_CHAR, GrammarError
+from chatparse.grammar.jsonschema import STRING_CHAR, GrammarError, value_kinds
 from chatparse.grammar.layout_messages import split_close
 
 # JSON Schema types, and the name the chat template prints for a value of each.
@@ -132,13 +132,7 @@ class _Form:
         if isinstance(schema.get("allOf"), list) and len(schema["allOf"]) == 1:
             base = {k: v for k, v in schema.items() if k != "allOf"}
             return self.branches({**base, **schema["allOf"][0]}, f"{where}/allOf/0", root, hops)
-        kinds = schema.get("type")
-        if kinds is None:
-            kinds = ["object"] if "properties" in schema or "additionalProperties" in schema else \
-                ["array"] if "items" in schema or "prefixItems" in schema else []
-        kinds = [kinds] if isinstance(kinds, str) else list(kinds)
-        if schema.get("nullable") and "null" not in kinds:
-            kinds.append("null")
+        kinds = value_kinds(schema)
         if not kinds:
             kinds = ["string", "number", "boolean", "null", "object", "array"]
         return self.typed(kinds, schema, where, root)

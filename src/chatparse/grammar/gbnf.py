@@ -24,6 +24,7 @@ from chatparse.grammar.ir import (
     Text,
     Until,
     rx_escape,
+    token_pieces,
     token_reference,
 )
 from chatparse.grammar.jsonschema import GrammarError
@@ -127,18 +128,8 @@ class _Writer:
         return hit
 
     def _literal(self, text: str) -> str:
-        parts: list[str] = []
-        rest = text
-        while rest:
-            hit = min(((rest.find(tok), tok) for tok in self.special if tok in rest), default=None)
-            if hit is None:
-                parts.append(quote(rest))
-                break
-            at, tok = hit
-            if at:
-                parts.append(quote(rest[:at]))
-            parts.append(self.token(tok))
-            rest = rest[at + len(tok):]
+        parts = [self.token(piece) if is_token else quote(piece)
+                 for piece, is_token in token_pieces(text, self.special)]
         return " ".join(parts) if parts else '""'
 
     def char_class(self, chars: Chars) -> str:

@@ -114,6 +114,23 @@ def token_reference(token: str, ids: Mapping[str, int]) -> str | None:
 _NOT_IN_NAME = re.compile(r"[<>\s]")
 
 
+def token_pieces(text: str, special: Iterable[str]) -> list[tuple[str, bool]]:
+    """``text`` cut at each special token it holds (``special`` longest first): (piece, is a token) pairs."""
+    pieces: list[tuple[str, bool]] = []
+    rest = text
+    while rest:
+        hit = min(((rest.find(tok), tok) for tok in special if tok in rest), default=None)
+        if hit is None:
+            pieces.append((rest, False))
+            break
+        at, tok = hit
+        if at:
+            pieces.append((rest[:at], False))
+        pieces.append((tok, True))
+        rest = rest[at + len(tok):]
+    return pieces
+
+
 def seq(*items: Node) -> Node:
     flat: list[Node] = []
     for item in items:  # (exact types: the fastest test)

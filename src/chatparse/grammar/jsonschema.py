@@ -278,3 +278,14 @@ class SchemaGrammar:
         return seq(Lit("{"), OWS, opt(seq(member, Rep(seq(OWS, Lit(","), OWS, member)), OWS)), Lit("}"))
 
 
+def value_kinds(schema: Mapping[str, Any]) -> list[Any]:
+    """The JSON types ``schema`` admits, as its ``type`` says (or its object or array keywords imply), with
+    ``null`` for ``nullable``; empty: any type."""
+    kinds = schema.get("type")
+    if kinds is None:
+        kinds = ["object"] if "properties" in schema or "additionalProperties" in schema else \
+            ["array"] if "items" in schema or "prefixItems" in schema else []
+    kinds = [kinds] if isinstance(kinds, str) else list(kinds)
+    if schema.get("nullable") and "null" not in kinds:
+        kinds.append("null")
+    return kinds

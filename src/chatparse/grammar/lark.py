@@ -26,6 +26,7 @@ from chatparse.grammar.ir import (
     Until,
     any_of,
     rx_escape,
+    token_pieces,
     token_reference,
 )
 from chatparse.grammar.jsonschema import GrammarError
@@ -73,18 +74,8 @@ class _Writer:
         return hit
 
     def _literal(self, text: str) -> str:
-        parts: list[str] = []
-        rest = text
-        while rest:
-            hit = min(((rest.find(tok), tok) for tok in self.special if tok in rest), default=None)
-            if hit is None:
-                parts.append(_quote(rest))
-                break
-            at, tok = hit
-            if at:
-                parts.append(_quote(rest[:at]))
-            parts.append(self.tokens[tok])
-            rest = rest[at + len(tok):]
+        parts = [self.tokens[piece] if is_token else _quote(piece)
+                 for piece, is_token in token_pieces(text, self.special)]
         return " ".join(parts) if parts else '""'
 
     def _exclusion(self, excludes: tuple[str, ...]) -> str:
